@@ -1,0 +1,69 @@
+# traj — build, test and demo. Every tool the tests need is installed here,
+# into git-ignored folders, so a fresh clone needs only Go, npm, gcc and git.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO          ?= go
+TOOLS       := $(CURDIR)/.tools
+TOOLBIN     := $(TOOLS)/bin
+OPENCODE_NPM := $(CURDIR)/sandbox/opencode/npm
+OPENCODE_BIN := $(OPENCODE_NPM)/node_modules/opencode-linux-x64/bin/opencode
+VERSITYGW_VERSION   := v1.8.0
+STATICCHECK_VERSION := v0.8.2
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X main.version=$(VERSION)
+TRAJ        := $(CURDIR)/bin/traj
+# Public suite samples live beside the repository in ../shared/fixtures.
+TRAJ_TESTS_DIR ?= $(abspath $(CURDIR)/../shared/fixtures)
+TEST_TIMEOUT ?= 14m
+BENCHTIME   ?= 1s
+
+export PATH := $(TOOLBIN):$(PATH)
+export TRAJ_TESTS_DIR
+export TRAJ_OPENCODE_BIN ?= $(OPENCODE_BIN)
+
+.PHONY: setup build test lint bench demo stress clean tools opencode
+
+## setup: install everything the tests and the demo need (idempotent).
+setup: tools opencode
+
+tools: $(TOOLBIN)/versitygw $(TOOLBIN)/staticcheck
+
+$(TOOLBIN)/versitygw:
+	GOBIN=$(TOOLBIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+$(TOOLBIN)/staticcheck:
+	GOBIN=$(TOOLBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+opencode: $(OPENCODE_BIN)
+
+$(OPENCODE_BIN): $(OPENCODE_NPM)/package.json $(OPENCODE_NPM)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is required to install OpenCode (apt-get install npm)"; exit 1; }
+	cd $(OPENCODE_NPM) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	test -x $(OPENCODE_BIN)
+	touch $(OPENCODE_BIN)
+
+## build: the traj binary in ./bin.
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(TRAJ) ./cmd/traj
+
+## test: every test, with the real OpenCode, git CLI, S3 server and C compiler.
+test: setup build
+	@command -v gcc >/dev/null || { echo "gcc is required (apt-get install gcc)"; exit 1; }
+	@command -v git >/dev/null || { echo "git is required (apt-get install git)"; exit 1; }
+	TRAJ_BIN=$(TRAJ) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## lint: gofmt, go vet, staticcheck.
+lint: $(TOOLBIN)/staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	staticcheck ./...
+
+## bench: the speed and memory targets, measured side by side.
+bench: setup build
+	TRAJ_BIN=$(TRAJ) $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+clean:
+	rm -rf bin out

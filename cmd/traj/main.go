@@ -1,0 +1,104 @@
+// Command traj runs coding-agent trajectories, records every agent part into
+// one trace, checkpoints the workspace in git, and replays trajectories
+// offline. This package parses flags and wires packages together; the logic
+// lives in orchestrator, replay, sandbox, environment and trace.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// version is set at link time (-ldflags "-X main.version=…"); otherwise the
+// module version from the build info is used.
+var version = ""
+
+// Globals are the flags and handles every command may use.
+type Globals struct {
+	LogLevel slog.Level `help:"Log level: debug, info, warn, error." default:"info" env:"TRAJ_LOG_LEVEL"`
+
+	Stdout io.Writer `kong:"-"`
+	Stderr io.Writer `kong:"-"`
+	Logger *slog.Logger `kong:"-"`
+}
+
+// CLI is the command tree. Each command lives in its own file.
+type CLI struct {
+	Globals
+
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	// Commands: one field per command, each defined in its own file.
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitError carries a specific exit code through kong's Run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var cli CLI
+	cli.Stdout, cli.Stderr = stdout, stderr
+	parser, err := kong.New(&cli,
+		kong.Name("traj"),
+		kong.Description("Run, record and replay long-horizon coding-agent trajectories."),
+		kong.UsageOnError(),
+		kong.Vars{"version": versionString()},
+		kong.Writers(stdout, stderr),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(&cli.Globals),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "traj:", err)
+		return 2
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "traj:", err)
+		return 2
+	}
+	cli.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cli.LogLevel}))
+	if err := kctx.Run(); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil {
+				fmt.Fprintln(stderr, "traj:", ee.err)
+			}
+			return ee.code
+		}
+		fmt.Fprintln(stderr, "traj:", err)
+		return 1
+	}
+	return 0
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,172 @@
+package trace
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is written into every trace traj records. Traces from the
+// original recorder have none; readers treat them as version "0".
+const SchemaVersion = "1"
+
+// End reasons recorded in session_end.reason.
+const (
+	EndSolved      = "solved"
+	EndPartLimit   = "part_limit"
+	EndTimeout     = "timeout"
+	EndAgentError  = "agent_error"
+	EndEnvoiError  = "envoi_error"
+	EndInterrupted = "interrupted"
+)
+
+// Artifact keys in the artifacts map.
+const (
+	ArtifactTrace  = "agent_trace"
+	ArtifactBundle = "repo_bundle"
+)
+
+// Trace is the whole agent_trace.json document. Field names are the
+// original recorder's contract; fields marked "traj" are additions,
+// optional for readers so original traces still load.
+type Trace struct {
+	SchemaVersion string `json:"schema_version,omitempty"` // traj
+	TrajectoryID  string `json:"trajectory_id"`
+	SessionID     string `json:"session_id"`
+	Agent         string `json:"agent"`
+	AgentModel    string `json:"agent_model"`
+	StartedAt     string `json:"started_at"`
+	// Task names the task the trajectory ran (traj).
+	Task string `json:"task,omitempty"`
+	// Environment names the test environment and its version digest (traj).
+	Environment *EnvironmentInfo  `json:"environment,omitempty"`
+	Turns       []Turn            `json:"turns"`
+	Artifacts   map[string]string `json:"artifacts"`
+	SessionEnd  *SessionEnd       `json:"session_end"`
+}
+
+// EnvironmentInfo identifies the environment a trajectory was scored by.
+type EnvironmentInfo struct {
+	Name      string   `json:"name"`
+	Version   string   `json:"version,omitempty"`
+	TestPaths []string `json:"test_paths,omitempty"`
+}
+
+// Turn is one prompt/response loop. Grouping metadata only: parts, not
+// turns, are the unit of progress.
+type Turn struct {
+	Turn      int    `json:"turn"`
+	Timestamp string `json:"timestamp"`
+	Prompt    string `json:"prompt"`
+	// SessionID is the root session the turn prompted (traj).
+	SessionID string `json:"session_id,omitempty"`
+	Parts     []Part `json:"parts"`
+	// TrailingParts holds parts the server returned after the turn's last
+	// counted part (for example after an abort at the part budget), verbatim
+	// and uncounted, so nothing is lost (traj).
+	TrailingParts []json.RawMessage `json:"trailing_parts,omitempty"`
+	// PartStart and PartEnd are nil for a turn with no counted parts.
+	PartStart *int `json:"part_start"`
+	PartEnd   *int `json:"part_end"`
+	// EndedAt is set when the turn finished (traj).
+	EndedAt string `json:"ended_at,omitempty"`
+}
+
+// Part is one counted, completed agent part and the state around it.
+type Part struct {
+	Part      int    `json:"part"`
+	Timestamp string `json:"timestamp"`
+	// Prompt is the turn's prompt on the turn's first part, empty after.
+	Prompt    string `json:"prompt"`
+	MessageID string `json:"message_id"`
+	// Sessions are the session objects known when the part completed that
+	// were not recorded before, verbatim from the server.
+	Sessions   []json.RawMessage `json:"sessions"`
+	SessionIDs []string          `json:"session_ids"`
+	// NewMessages are message infos first seen with this part, verbatim.
+	NewMessages    []json.RawMessage `json:"new_messages"`
+	EnvoiCalls     []EnvoiCall       `json:"envoi_calls"`
+	RepoCheckpoint *RepoCheckpoint   `json:"repo_checkpoint"`
+	GitCommit      string            `json:"git_commit"`
+
+	// SessionID is the session the part belongs to: the root or a
+	// descendant (sub-agent) session (traj).
+	SessionID string `json:"session_id,omitempty"`
+	// PartID and PartType are the server's id and type for the part (traj).
+	PartID   string `json:"part_id,omitempty"`
+	PartType string `json:"part_type,omitempty"`
+	// Tool is the tool name for tool parts (traj).
+	Tool string `json:"tool,omitempty"`
+	// Content is the completed agent part exactly as the server sent it (traj).
+	Content json.RawMessage `json:"content,omitempty"`
+	// OtherParts are uncounted parts (step-start, step-finish, user parts,
+	// …) completed since the previous counted part, verbatim (traj).
+	OtherParts []json.RawMessage `json:"other_parts,omitempty"`
+	// Tokens and Cost are what the model reported in this part's interval,
+	// attributed to the part at which the server reported them (traj).
+	Tokens *Tokens  `json:"tokens,omitempty"`
+	Cost   *float64 `json:"cost,omitempty"`
+}
+
+// RepoCheckpoint records the workspace before and after a part. When
+// nothing changed, Committed is false and CommitAfter equals CommitBefore.
+type RepoCheckpoint struct {
+	CommitBefore string   `json:"commit_before"`
+	CommitAfter  string   `json:"commit_after"`
+	Committed    bool     `json:"committed"`
+	ChangedFiles []string `json:"changed_files"`
+}
+
+// EnvoiCall is one completed run_tests call, in the shape the run_tests
+// tool returns.
+type EnvoiCall struct {
+	Path       string          `json:"path"`
+	Timestamp  string          `json:"timestamp"`
+	DurationMs int64           `json:"duration_ms"`
+	StatusCode int             `json:"status_code"`
+	Error      *string         `json:"error"`
+	Result     json.RawMessage `json:"result"`
+	// CallID is the tool call id the result belongs to (traj).
+	CallID string `json:"call_id,omitempty"`
+}
+
+// SessionEnd closes a trajectory.
+type SessionEnd struct {
+	Reason         string `json:"reason"`
+	TotalParts     int    `json:"total_parts"`
+	TotalTurns     int    `json:"total_turns"`
+	FinalGitCommit string `json:"final_git_commit"`
+	// traj additions.
+	EndedAt string   `json:"ended_at,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
+	Tokens  *Tokens  `json:"tokens,omitempty"`
+	Cost    *float64 `json:"cost,omitempty"`
+}
+
+// Tokens counts model tokens the way OpenCode reports them.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	Reasoning  int64 `json:"reasoning"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+}
+
+// Add accumulates o into t.
+func (t *Tokens) Add(o Tokens) {
+	t.Input += o.Input
+	t.Output += o.Output
+	t.Reasoning += o.Reasoning
+	t.CacheRead += o.CacheRead
+	t.CacheWrite += o.CacheWrite
+}
+
+// Total is the sum of all token kinds.
+func (t Tokens) Total() int64 {
+	return t.Input + t.Output + t.Reasoning + t.CacheRead + t.CacheWrite
+}
+
+// Timestamp formats t the way traces store times: RFC 3339 in UTC with
+// microseconds.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}
