@@ -1,0 +1,121 @@
+// Package environment defines what a test environment is to the rest of traj:
+// something that builds an agent's workspace, lists the test paths it knows,
+// runs one test path against the built workspace and names its own version,
+// so replay can cache results by (tree, environment version).
+//
+// The C-compiler environment lives in environment/ccompiler; the run_tests
+// MCP server that exposes an Environment to the agent lives in
+// environment/mcp.
+package environment
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Environment builds a workspace and runs test paths against it.
+// Implementations are safe for concurrent use on different workspaces;
+// callers serialise calls on one workspace (see LockWorkspace).
+type Environment interface {
+	// Build runs the workspace's build (for the C compiler, `bash build.sh`
+	// producing ./cc). A failed or missing build is reported in the result,
+	// never as a panic or an error.
+	Build(ctx context.Context, workspace string) BuildResult
+	// TestPaths lists every valid test path given the suites present,
+	// in a stable, documented order.
+	TestPaths() []string
+	// Run builds the workspace (unless opts.Prebuilt holds a successful
+	// build) and runs every case of testPath. A failed build is a Result
+	// whose Build.OK is false and whose cases all failed at phase "build".
+	// Errors are for an unknown path (ErrUnknownPath), a suite whose
+	// fixtures are missing (ErrSuiteMissing) or internal faults.
+	Run(ctx context.Context, workspace, testPath string, opts RunOptions) (Result, error)
+	// Version is a digest that changes whenever the suites' content or the
+	// runner's semantics change; replay keys its cache on it.
+	Version() string
+}
+
+// Sentinel errors callers map to user-facing codes (400 in run_tests).
+var (
+	// ErrUnknownPath: the test path is not one of TestPaths (or escapes).
+	ErrUnknownPath = errors.New("unknown test path")
+	// ErrSuiteMissing: the path names a known suite whose fixtures are absent.
+	ErrSuiteMissing = errors.New("test suite not installed")
+)
+
+// IsUsageError reports whether err is the caller's fault (an unknown path
+// or a suite not installed) rather than an internal fault.
+func IsUsageError(err error) bool {
+	return errors.Is(err, ErrUnknownPath) || errors.Is(err, ErrSuiteMissing)
+}
+
+// Phases a case can stop at. A passing case carries the last phase checked.
+const (
+	PhaseBuild   = "build"
+	PhaseCompile = "compile"
+	PhaseRun     = "run"
+	PhaseCompare = "compare"
+	PhaseTimeout = "timeout"
+)
+
+// RunOptions tunes one Run. Zero values mean the documented defaults.
+type RunOptions struct {
+	// Workers bounds the cases run at once (default runtime.NumCPU()).
+	Workers int
+	// BuildTimeout bounds build.sh (default 300 s).
+	BuildTimeout time.Duration
+	// CompileTimeout bounds one ./cc invocation (default 10 s).
+	CompileTimeout time.Duration
+	// RunTimeout bounds one compiled program (default 5 s).
+	RunTimeout time.Duration
+	// OutputLimit caps captured stdout/stderr per process (default 64 KiB).
+	OutputLimit int
+	// Prebuilt skips the build when it holds a successful build of the
+	// same workspace (e.g. replay running several paths on one tree).
+	Prebuilt *BuildResult
+	// Progress, when set, is called after each case with cases done and
+	// the total. Calls are serialised.
+	Progress func(done, total int)
+}
+
+// BuildResult is the outcome of the workspace build.
+type BuildResult struct {
+	OK         bool   `json:"ok"`
+	Phase      string `json:"phase"` // always "build"
+	ExitCode   int    `json:"exit_code"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Result is the outcome of one test path. Its JSON is what run_tests
+// returns inside "result" and what traces record in envoi_calls; the field
+// names are a contract (see environment/doc.go).
+type Result struct {
+	Path       string       `json:"path"`
+	Passed     int          `json:"passed"`
+	Failed     int          `json:"failed"`
+	Total      int          `json:"total"`
+	Build      BuildResult  `json:"build"`
+	DurationMS int64        `json:"duration_ms"`
+	Cases      []CaseResult `json:"cases"`
+}
+
+// CaseResult is one test case. Expected fields are omitted when the suite
+// does not check them (torture checks only the exit code; wacct invalid
+// programs only that the compiler rejects them).
+type CaseResult struct {
+	Name             string  `json:"name"`
+	Phase            string  `json:"phase"`
+	Passed           bool    `json:"passed"`
+	ExpectReject     bool    `json:"expect_reject,omitempty"`
+	ExpectedStdout   *string `json:"expected_stdout,omitempty"`
+	ActualStdout     string  `json:"actual_stdout"`
+	ExpectedExitCode *int    `json:"expected_exit_code,omitempty"`
+	ActualExitCode   int     `json:"actual_exit_code"`
+	StderrTail       string  `json:"stderr_tail,omitempty"`
+	Error            string  `json:"error,omitempty"`
+	CompileMS        int64   `json:"compile_ms"`
+	RunMS            int64   `json:"run_ms"`
+}
