@@ -1,0 +1,327 @@
+package gitstate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/trajlab/traj/trace"
+)
+
+// Checkpoint commits the workspace as "part N checkpoint" when anything
+// changed since HEAD. With no change it makes no commit and returns
+// Committed false and CommitAfter equal to CommitBefore. ChangedFiles are
+// sorted; a rename shows as its old and new path.
+func (r *Repo) Checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, error) {
+	cp, err := r.checkpoint(ctx, part)
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("checkpoint part %d: %w", part, err)
+	}
+	return cp, nil
+}
+
+func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	target, err := r.headTarget()
+	if err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	before, err := r.Head()
+	if err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	beforeCommit, err := object.GetCommit(r.st, before)
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("read commit %s: %w", before, err)
+	}
+
+	li := r.readIndex()
+	var entries []*index.Entry
+	indexDirty := false
+	err = r.walk(ctx, func(f walkFile) error {
+		mode, _ := fileMode(f.info.Mode())
+		old := li.entries[f.path]
+		if old != nil {
+			delete(li.entries, f.path)
+			if li.statClean(old, f.info, mode) {
+				entries = append(entries, old)
+				return nil
+			}
+		}
+		indexDirty = true
+		h, err := r.hashFile(f.path, mode)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // removed while we walked
+			}
+			return err
+		}
+		e := &index.Entry{Name: f.path, Hash: h}
+		statEntry(e, f.info, mode)
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("scan workspace: %w", err)
+	}
+	if len(li.entries) > 0 {
+		indexDirty = true // files deleted since the index was written
+	}
+	if err := ctx.Err(); err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+
+	tb := newTreeBuilder(r.st)
+	root, err := tb.build(entries)
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("build tree: %w", err)
+	}
+	cp := trace.RepoCheckpoint{CommitBefore: before.String(), CommitAfter: before.String(), ChangedFiles: []string{}}
+	if root == beforeCommit.TreeHash {
+		if indexDirty {
+			if err := r.writeIndex(entries); err != nil {
+				return trace.RepoCheckpoint{}, fmt.Errorf("write index: %w", err)
+			}
+		}
+		return cp, nil
+	}
+	changed, err := tb.diff("", beforeCommit.TreeHash, root)
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("diff trees: %w", err)
+	}
+	sort.Strings(changed)
+	if err := tb.flush(); err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("write trees: %w", err)
+	}
+	sig := r.signature()
+	after, err := writeObject(r.st, &object.Commit{
+		Author: sig, Committer: sig,
+		Message:      fmt.Sprintf("part %d checkpoint\n", part),
+		TreeHash:     root,
+		ParentHashes: []plumbing.Hash{before},
+	})
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("write commit: %w", err)
+	}
+	// Objects are stored; only now move the ref, then the index.
+	if err := ctx.Err(); err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	if err := r.setRef(target, after); err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	if err := r.writeIndex(entries); err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("write index: %w", err)
+	}
+	cp.CommitAfter = after.String()
+	cp.Committed = true
+	cp.ChangedFiles = changed
+	return cp, nil
+}
+
+// hashFile stores the file's content (or a symlink's target) as a blob
+// unless present and returns its hash.
+func (r *Repo) hashFile(rel string, mode filemode.FileMode) (plumbing.Hash, error) {
+	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
+	var data []byte
+	if mode == filemode.Symlink {
+		t, err := os.Readlink(abs)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		data = []byte(filepath.ToSlash(t))
+	} else {
+		var err error
+		if data, err = os.ReadFile(abs); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	if r.st.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	obj := r.st.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(data)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.st.SetEncodedObject(obj)
+}
+
+// treeBuilder turns sorted index entries into tree objects, kept in memory
+// until flush so an unchanged workspace writes nothing.
+type treeBuilder struct {
+	st    objectStore
+	trees map[plumbing.Hash]*object.Tree
+	order []plumbing.Hash
+}
+
+func newTreeBuilder(st objectStore) *treeBuilder {
+	return &treeBuilder{st: st, trees: map[plumbing.Hash]*object.Tree{}}
+}
+
+type dirNode struct {
+	files []object.TreeEntry
+	dirs  map[string]*dirNode
+}
+
+// build returns the root tree hash of entries.
+func (tb *treeBuilder) build(entries []*index.Entry) (plumbing.Hash, error) {
+	root := &dirNode{dirs: map[string]*dirNode{}}
+	for _, e := range entries {
+		n := root
+		parts := strings.Split(e.Name, "/")
+		for _, d := range parts[:len(parts)-1] {
+			c := n.dirs[d]
+			if c == nil {
+				c = &dirNode{dirs: map[string]*dirNode{}}
+				n.dirs[d] = c
+			}
+			n = c
+		}
+		n.files = append(n.files, object.TreeEntry{Name: parts[len(parts)-1], Mode: e.Mode, Hash: e.Hash})
+	}
+	return tb.node(root)
+}
+
+func (tb *treeBuilder) node(n *dirNode) (plumbing.Hash, error) {
+	ents := n.files
+	for name, d := range n.dirs {
+		h, err := tb.node(d)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		ents = append(ents, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+	}
+	sortTreeEntries(ents)
+	t := &object.Tree{Entries: ents}
+	obj := tb.st.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h := obj.Hash()
+	if _, ok := tb.trees[h]; !ok {
+		tb.trees[h] = t
+		tb.order = append(tb.order, h)
+	}
+	return h, nil
+}
+
+// sortTreeEntries orders entries as git does: a folder sorts as "name/".
+func sortTreeEntries(ents []object.TreeEntry) {
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(ents, func(i, j int) bool { return key(ents[i]) < key(ents[j]) })
+}
+
+// flush stores the built trees that the repository does not have yet.
+func (tb *treeBuilder) flush() error {
+	for _, h := range tb.order {
+		if tb.st.HasEncodedObject(h) == nil {
+			continue
+		}
+		if _, err := writeObject(tb.st, tb.trees[h]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (tb *treeBuilder) tree(h plumbing.Hash) (*object.Tree, error) {
+	if t, ok := tb.trees[h]; ok {
+		return t, nil
+	}
+	return object.GetTree(tb.st, h)
+}
+
+// diff lists the file paths that differ between trees a and b, descending
+// only into folders whose hashes differ.
+func (tb *treeBuilder) diff(prefix string, a, b plumbing.Hash) ([]string, error) {
+	var out []string
+	var ta, tbb []object.TreeEntry
+	if !a.IsZero() {
+		t, err := tb.tree(a)
+		if err != nil {
+			return nil, err
+		}
+		ta = t.Entries
+	}
+	if !b.IsZero() {
+		t, err := tb.tree(b)
+		if err != nil {
+			return nil, err
+		}
+		tbb = t.Entries
+	}
+	byName := func(ents []object.TreeEntry) map[string]object.TreeEntry {
+		m := make(map[string]object.TreeEntry, len(ents))
+		for _, e := range ents {
+			m[e.Name] = e
+		}
+		return m
+	}
+	ma, mb := byName(ta), byName(tbb)
+	side := func(e object.TreeEntry, ok bool) (file, dir plumbing.Hash) {
+		if !ok {
+			return
+		}
+		if e.Mode == filemode.Dir {
+			return plumbing.ZeroHash, e.Hash
+		}
+		return e.Hash, plumbing.ZeroHash
+	}
+	names := map[string]bool{}
+	for n := range ma {
+		names[n] = true
+	}
+	for n := range mb {
+		names[n] = true
+	}
+	for name := range names {
+		ea, okA := ma[name]
+		eb, okB := mb[name]
+		if okA && okB && ea.Hash == eb.Hash && ea.Mode == eb.Mode {
+			continue
+		}
+		p := path.Join(prefix, name)
+		fa, da := side(ea, okA)
+		fb, db := side(eb, okB)
+		if okA && okB && ea.Mode != filemode.Dir && eb.Mode != filemode.Dir {
+			out = append(out, p) // content or mode changed
+			continue
+		}
+		if !fa.IsZero() || !fb.IsZero() {
+			out = append(out, p) // a file added or removed (maybe replaced by a folder)
+		}
+		if !da.IsZero() || !db.IsZero() {
+			sub, err := tb.diff(p, da, db)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+	}
+	return out, nil
+}

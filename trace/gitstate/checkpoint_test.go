@@ -1,0 +1,325 @@
+package gitstate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/trajlab/traj/trace"
+)
+
+func newRepo(t *testing.T) *Repo {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := Init(context.Background(), dir, Options{Now: fixedClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// lsTree maps path to "mode type" of HEAD's tree, read by the git CLI.
+func lsTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := gitRun(t, dir, "ls-tree", "-r", "HEAD")
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		meta, name, _ := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		m[name] = f[0] + " " + f[1]
+	}
+	return m
+}
+
+func TestInit(t *testing.T) {
+	r := newRepo(t)
+	if got := strings.TrimSpace(gitRun(t, r.Dir(), "symbolic-ref", "HEAD")); got != "refs/heads/main" {
+		t.Fatalf("HEAD -> %q, want refs/heads/main", got)
+	}
+	if got := strings.TrimSpace(gitRun(t, r.Dir(), "log", "--format=%an <%ae> %ad %s", "--date=iso-strict")); got != "traj <traj@localhost> 2026-11-21T12:00:01+00:00 initial empty commit" {
+		t.Fatalf("initial commit: %q", got)
+	}
+	if got := gitRun(t, r.Dir(), "status", "--porcelain"); got != "" {
+		t.Fatalf("status not clean: %q", got)
+	}
+	if _, err := Init(context.Background(), r.Dir(), Options{}); !errors.Is(err, ErrAlreadyRepository) {
+		t.Fatalf("second Init: %v, want ErrAlreadyRepository", err)
+	}
+	if _, err := Open(context.Background(), t.TempDir(), Options{}); !errors.Is(err, ErrNotRepository) {
+		t.Fatalf("Open of a plain folder: %v, want ErrNotRepository", err)
+	}
+}
+
+func TestCheckpoint(t *testing.T) {
+	type want struct {
+		committed bool
+		changed   []string
+		tree      map[string]string // path -> "mode type"; nil: not checked
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) // before the first checkpoint
+		edit  func(t *testing.T, dir string) // between the first and second
+		want  want
+	}{
+		{
+			name: "add",
+			edit: func(t *testing.T, dir string) {
+				writeFile(t, dir, "src/main.rs", "fn main() {}\n", 0o644)
+				writeFile(t, dir, "README", "hi\n", 0o644)
+			},
+			want: want{true, []string{"README", "src/main.rs"}, map[string]string{
+				"README": "100644 blob", "src/main.rs": "100644 blob",
+			}},
+		},
+		{
+			name:  "modify",
+			setup: func(t *testing.T, dir string) { writeFile(t, dir, "a.txt", "one\n", 0o644) },
+			edit:  func(t *testing.T, dir string) { writeFile(t, dir, "a.txt", "two\n", 0o644) },
+			want:  want{true, []string{"a.txt"}, map[string]string{"a.txt": "100644 blob"}},
+		},
+		{
+			name: "delete",
+			setup: func(t *testing.T, dir string) {
+				writeFile(t, dir, "a.txt", "one\n", 0o644)
+				writeFile(t, dir, "d/b.txt", "b\n", 0o644)
+			},
+			edit: func(t *testing.T, dir string) {
+				if err := os.RemoveAll(filepath.Join(dir, "d")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: want{true, []string{"d/b.txt"}, map[string]string{"a.txt": "100644 blob"}},
+		},
+		{
+			name:  "rename is delete plus add",
+			setup: func(t *testing.T, dir string) { writeFile(t, dir, "old.c", "int x;\n", 0o644) },
+			edit: func(t *testing.T, dir string) {
+				if err := os.MkdirAll(filepath.Join(dir, "lib"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(filepath.Join(dir, "old.c"), filepath.Join(dir, "lib/new.c")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: want{true, []string{"lib/new.c", "old.c"}, map[string]string{"lib/new.c": "100644 blob"}},
+		},
+		{
+			name: "binary file",
+			edit: func(t *testing.T, dir string) {
+				writeFile(t, dir, "bin/blob.dat", "\x00\xff\x00binary\x00\n\r\x01", 0o644)
+			},
+			want: want{true, []string{"bin/blob.dat"}, map[string]string{"bin/blob.dat": "100644 blob"}},
+		},
+		{
+			name:  "exec bit set",
+			setup: func(t *testing.T, dir string) { writeFile(t, dir, "run.sh", "#!/bin/sh\n", 0o644) },
+			edit: func(t *testing.T, dir string) {
+				if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: want{true, []string{"run.sh"}, map[string]string{"run.sh": "100755 blob"}},
+		},
+		{
+			name: "symlink",
+			edit: func(t *testing.T, dir string) {
+				writeFile(t, dir, "target.txt", "t\n", 0o644)
+				if err := os.Symlink("target.txt", filepath.Join(dir, "link")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("/nonexistent/dir", filepath.Join(dir, "dangling")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: want{true, []string{"dangling", "link", "target.txt"}, map[string]string{
+				"dangling": "120000 blob", "link": "120000 blob", "target.txt": "100644 blob",
+			}},
+		},
+		{
+			name: "empty directories ignored",
+			edit: func(t *testing.T, dir string) {
+				if err := os.MkdirAll(filepath.Join(dir, "empty/deeper"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: want{false, []string{}, map[string]string{}},
+		},
+		{
+			name:  "nothing changed",
+			setup: func(t *testing.T, dir string) { writeFile(t, dir, "a.txt", "one\n", 0o644) },
+			edit:  func(t *testing.T, dir string) {},
+			want:  want{false, []string{}, map[string]string{"a.txt": "100644 blob"}},
+		},
+		{
+			name:  "touched but unchanged",
+			setup: func(t *testing.T, dir string) { writeFile(t, dir, "a.txt", "one\n", 0o644) },
+			edit:  func(t *testing.T, dir string) { writeFile(t, dir, "a.txt", "one\n", 0o644) },
+			want:  want{false, []string{}, map[string]string{"a.txt": "100644 blob"}},
+		},
+		{
+			name: "gitignore forms",
+			setup: func(t *testing.T, dir string) {
+				writeFile(t, dir, ".gitignore", strings.Join([]string{
+					"# comment", "target/", "*.log", "!keep.log", "/rootonly.txt", "**/gen/**", "docs/*.tmp", "",
+				}, "\n"), 0o644)
+				writeFile(t, dir, ".git/info/exclude", "secret.env\n", 0o644)
+			},
+			edit: func(t *testing.T, dir string) {
+				for _, p := range []string{
+					"target/debug/app", "crate/target/x.o", "a.log", "sub/b.log", "keep.log",
+					"rootonly.txt", "sub/rootonly.txt", "x/gen/y/z.rs", "docs/a.tmp", "docs/sub/b.tmp",
+					"secret.env", "sub/secret.env", "target.txt",
+				} {
+					writeFile(t, dir, p, p+"\n", 0o644)
+				}
+				writeFile(t, dir, "sub/.gitignore", "local.txt\n!b.log\n", 0o644)
+				writeFile(t, dir, "sub/local.txt", "l\n", 0o644)
+				writeFile(t, dir, "local.txt", "root local\n", 0o644)
+			},
+			want: want{true, nil, map[string]string{
+				".gitignore": "100644 blob", "keep.log": "100644 blob", "sub/rootonly.txt": "100644 blob",
+				"docs/sub/b.tmp": "100644 blob", "target.txt": "100644 blob", "sub/.gitignore": "100644 blob",
+				"sub/b.log": "100644 blob", "local.txt": "100644 blob",
+			}},
+		},
+		{
+			name: "nested git repository recorded as files",
+			edit: func(t *testing.T, dir string) {
+				sub := filepath.Join(dir, "hello")
+				writeFile(t, dir, "hello/src/main.rs", "fn main() {}\n", 0o644)
+				writeFile(t, dir, "hello/.gitignore", "/target\n", 0o644)
+				writeFile(t, dir, "hello/target/debug/hello", "elf", 0o755)
+				gitRun(t, sub, "init", "-q")
+				gitRun(t, sub, "add", "-A")
+				gitRun(t, sub, "commit", "-q", "-m", "nested")
+			},
+			want: want{true, []string{"hello/.gitignore", "hello/src/main.rs"}, map[string]string{
+				"hello/.gitignore": "100644 blob", "hello/src/main.rs": "100644 blob",
+			}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := newRepo(t)
+			dir := r.Dir()
+			if tt.setup != nil {
+				tt.setup(t, dir)
+			}
+			first, err := r.Checkpoint(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(t, dir)
+			got, err := r.Checkpoint(ctx, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.CommitBefore != first.CommitAfter {
+				t.Errorf("commit_before %s, want previous commit_after %s", got.CommitBefore, first.CommitAfter)
+			}
+			if got.Committed != tt.want.committed {
+				t.Errorf("committed = %v, want %v", got.Committed, tt.want.committed)
+			}
+			if tt.want.changed != nil && !reflect.DeepEqual(got.ChangedFiles, tt.want.changed) {
+				t.Errorf("changed_files = %q, want %q", got.ChangedFiles, tt.want.changed)
+			}
+			head := strings.TrimSpace(gitRun(t, dir, "rev-parse", "HEAD"))
+			if head != got.CommitAfter {
+				t.Errorf("git HEAD %s, commit_after %s", head, got.CommitAfter)
+			}
+			if !got.Committed && got.CommitAfter != got.CommitBefore {
+				t.Errorf("not committed but commit_after %s != commit_before %s", got.CommitAfter, got.CommitBefore)
+			}
+			if got.Committed {
+				if msg := strings.TrimSpace(gitRun(t, dir, "log", "-1", "--format=%s|%an <%ae>")); msg != "part 2 checkpoint|traj <traj@localhost>" {
+					t.Errorf("commit subject/author %q", msg)
+				}
+				stat := gitRun(t, dir, "show", "--stat", "--format=", "HEAD")
+				for _, f := range got.ChangedFiles {
+					if !strings.Contains(stat, filepath.Base(f)) {
+						t.Errorf("git show --stat lacks %s:\n%s", f, stat)
+					}
+				}
+			}
+			if tt.want.tree != nil {
+				if tree := lsTree(t, dir); !reflect.DeepEqual(tree, tt.want.tree) {
+					t.Errorf("ls-tree = %v\nwant %v", tree, tt.want.tree)
+				}
+			}
+			if st := gitRun(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("git status not clean after checkpoint:\n%s", st)
+			}
+			gitRun(t, dir, "fsck", "--strict", "--no-progress")
+		})
+	}
+}
+
+func TestCheckpointRacyFile(t *testing.T) {
+	// A file rewritten with the same size right after a checkpoint, within
+	// the filesystem's timestamp granularity, must still be seen.
+	ctx := context.Background()
+	r := newRepo(t)
+	writeFile(t, r.Dir(), "a.txt", "aaaa\n", 0o644)
+	if _, err := r.Checkpoint(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []string{"bbbb\n", "cccc\n", "dddd\n"} {
+		p := filepath.Join(r.Dir(), "a.txt")
+		fi, _ := os.Stat(p)
+		writeFile(t, r.Dir(), "a.txt", c, 0o644)
+		// Same size, and force the same mtime: only racy handling catches it.
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := r.Checkpoint(ctx, i+2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cp.Committed {
+			t.Fatalf("rewrite %d with same size and mtime not committed", i)
+		}
+	}
+}
+
+func TestCheckpointCancelled(t *testing.T) {
+	r := newRepo(t)
+	writeFile(t, r.Dir(), "a.txt", "a\n", 0o644)
+	before, _ := r.Head()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Checkpoint(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Checkpoint with cancelled context: %v", err)
+	}
+	if after, _ := r.Head(); after != before {
+		t.Fatalf("HEAD moved to %s on a cancelled checkpoint", after)
+	}
+}
+
+func TestCheckpointSequence(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	var last trace.RepoCheckpoint
+	for i := 1; i <= 5; i++ {
+		writeFile(t, r.Dir(), "f.txt", strings.Repeat("x", i), 0o644)
+		cp, err := r.Checkpoint(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 1 && cp.CommitBefore != last.CommitAfter {
+			t.Fatalf("part %d: commit_before %s != previous %s", i, cp.CommitBefore, last.CommitAfter)
+		}
+		last = cp
+	}
+	if n := strings.Count(gitRun(t, r.Dir(), "log", "--format=%s"), "checkpoint"); n != 5 {
+		t.Fatalf("%d checkpoint commits, want 5", n)
+	}
+}

@@ -1,0 +1,114 @@
+package gitstate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// walkFile is one tracked candidate the walk found.
+type walkFile struct {
+	path string // slash-separated, relative to the workspace
+	info os.FileInfo
+}
+
+// walker lists the files git would track, pruning ignored folders so their
+// content is never read.
+type walker struct {
+	root string
+	fn   func(walkFile) error
+}
+
+// walk visits every trackable file under the workspace in index order.
+func (r *Repo) walk(ctx context.Context, fn func(walkFile) error) error {
+	base := readIgnoreFile(filepath.Join(r.git, "info", "exclude"), nil)
+	w := walker{root: r.dir, fn: fn}
+	return w.dir(ctx, nil, base)
+}
+
+func (w *walker) dir(ctx context.Context, parts []string, patterns []gitignore.Pattern) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	abs := filepath.Join(append([]string{w.root}, parts...)...)
+	ents, err := os.ReadDir(abs)
+	if err != nil {
+		return err
+	}
+	if ps := readIgnoreFile(filepath.Join(abs, ".gitignore"), parts); len(ps) > 0 {
+		patterns = append(patterns[:len(patterns):len(patterns)], ps...)
+	}
+	m := gitignore.NewMatcher(patterns)
+	// os.ReadDir sorts by name; git's index order compares a folder as
+	// "name/", so collect and visit in that order.
+	type item struct {
+		key   string
+		ent   os.DirEntry
+		isDir bool
+	}
+	items := make([]item, 0, len(ents))
+	for _, e := range ents {
+		name := e.Name()
+		if strings.EqualFold(name, ".git") {
+			continue // the workspace's own or a nested repository's metadata
+		}
+		isDir := e.IsDir()
+		p := append(parts[:len(parts):len(parts)], name)
+		if m.Match(p, isDir) {
+			continue
+		}
+		key := name
+		if isDir {
+			key += "/"
+		}
+		items = append(items, item{key, e, isDir})
+	}
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.key, b.key) })
+	for _, it := range items {
+		p := append(parts[:len(parts):len(parts)], it.ent.Name())
+		if it.isDir {
+			if err := w.dir(ctx, p, patterns); err != nil {
+				return err
+			}
+			continue
+		}
+		fi, err := it.ent.Info()
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // removed while we walked
+			}
+			return err
+		}
+		if _, ok := fileMode(fi.Mode()); !ok {
+			continue
+		}
+		if err := w.fn(walkFile{path: strings.Join(p, "/"), info: fi}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readIgnoreFile parses a gitignore file whose patterns apply below domain.
+func readIgnoreFile(path string, domain []string) []gitignore.Pattern {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
