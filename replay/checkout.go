@@ -1,0 +1,147 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trajlab/traj/trace"
+)
+
+// CheckoutRequest asks for the repository at one part.
+type CheckoutRequest struct {
+	Part int
+	Dest string
+	// Force replaces the contents of a non-empty Dest.
+	Force bool
+	// Protected are folders Dest must not be inside of (the trajectory's
+	// source folder or store), so a checkout never writes over its input.
+	Protected []string
+}
+
+// CheckoutSummary is the JSON summary checkout-part writes.
+type CheckoutSummary struct {
+	TrajectoryID string `json:"trajectory_id"`
+	Part         int    `json:"part"`
+	Commit       string `json:"commit"`
+	Dest         string `json:"dest"`
+}
+
+// ErrUsage marks errors caused by the request (bad part, bad destination),
+// as opposed to unreadable inputs.
+var ErrUsage = errors.New("usage")
+
+// usageError wraps msg so errors.Is(err, ErrUsage) holds.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// CommitForPart returns part's effective commit, or an error giving the
+// valid range.
+func CommitForPart(tr *trace.Trace, part int) (string, error) {
+	parts, commits, err := PartCommits(tr)
+	if err != nil {
+		return "", err
+	}
+	c, ok := commits[part]
+	if !ok {
+		return "", usageError("part %d is out of range: trajectory %s has parts %d..%d", part, tr.TrajectoryID, parts[0], parts[len(parts)-1])
+	}
+	return c, nil
+}
+
+// CheckoutPart writes the repository at req.Part into req.Dest.
+func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutRequest) (*CheckoutSummary, error) {
+	commit, err := CommitForPart(tr, req.Part)
+	if err != nil {
+		return nil, err
+	}
+	dest, err := filepath.Abs(req.Dest)
+	if err != nil {
+		return nil, fmt.Errorf("resolve destination %q: %w", req.Dest, err)
+	}
+	for _, p := range req.Protected {
+		if p == "" {
+			continue
+		}
+		if inside(dest, p) {
+			return nil, usageError("destination %s is inside the trajectory's source folder %s; choose a folder outside it", dest, p)
+		}
+	}
+	ok, err := h.HasCommit(ctx, commit)
+	if err != nil {
+		return nil, fmt.Errorf("look up commit %s: %w", commit, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("commit %s for part %d is not in the bundle (a bundle written before the run ended may lack later parts)", commit, req.Part)
+	}
+	if err := prepareDest(dest, req.Force); err != nil {
+		return nil, err
+	}
+	if err := h.Checkout(ctx, commit, dest); err != nil {
+		return nil, fmt.Errorf("check out part %d (commit %s) into %s: %w", req.Part, commit, dest, err)
+	}
+	return &CheckoutSummary{TrajectoryID: tr.TrajectoryID, Part: req.Part, Commit: commit, Dest: dest}, nil
+}
+
+// prepareDest makes dest an empty folder: it must be absent or empty,
+// unless force, which removes what is in it.
+func prepareDest(dest string, force bool) error {
+	entries, err := os.ReadDir(dest)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dest, 0o755); err != nil {
+			return fmt.Errorf("create destination %s: %w", dest, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("read destination %s: %w", dest, err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if !force {
+		return usageError("destination %s is not empty (%d entries); choose an empty folder or pass --force to replace its contents", dest, len(entries))
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dest, e.Name())); err != nil {
+			return fmt.Errorf("clear destination %s: %w", dest, err)
+		}
+	}
+	return nil
+}
+
+// inside reports whether path is dir or below it (both cleaned, absolute;
+// symlinks resolved where they exist).
+func inside(path, dir string) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	path, dir = resolve(path), resolve(dir)
+	rel, err := filepath.Rel(dir, path)
+	if err != nil {
+		return false
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)))
+}
+
+// resolve follows symlinks in the longest existing prefix of p.
+func resolve(p string) string {
+	p = filepath.Clean(p)
+	rest := ""
+	for cur := p; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}

@@ -1,0 +1,93 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/trajlab/traj/trace"
+)
+
+// TreeResolver finds the tree a commit points to; two commits with the same
+// tree are the same repository state and are evaluated once.
+type TreeResolver interface {
+	Tree(ctx context.Context, commit string) (string, error)
+}
+
+// Plan maps parts to commits and commits to distinct trees: the work an
+// evaluation has to do.
+type Plan struct {
+	// Parts are the trace's part indices in order.
+	Parts []int
+	// PartCommit is each part's effective commit.
+	PartCommit map[int]string
+	// Commits are the distinct commits in order of first appearance.
+	Commits []string
+	// CommitTree maps each commit to its tree.
+	CommitTree map[string]string
+	// Trees are the distinct trees in order of first appearance.
+	Trees []string
+	// TreeCommit is the commit each tree is checked out from: the first
+	// commit seen with that tree.
+	TreeCommit map[string]string
+}
+
+// PartCommits returns the trace's parts in order and each part's effective
+// commit: git_commit, or repo_checkpoint.commit_after when git_commit is
+// empty. A part without either is an error.
+func PartCommits(tr *trace.Trace) ([]int, map[int]string, error) {
+	var parts []int
+	commits := make(map[int]string)
+	for _, turn := range tr.Turns {
+		for _, p := range turn.Parts {
+			c := p.GitCommit
+			if c == "" && p.RepoCheckpoint != nil {
+				c = p.RepoCheckpoint.CommitAfter
+			}
+			if c == "" {
+				return nil, nil, fmt.Errorf("part %d has no git_commit", p.Part)
+			}
+			if _, dup := commits[p.Part]; dup {
+				return nil, nil, fmt.Errorf("part %d appears twice in the trace", p.Part)
+			}
+			parts = append(parts, p.Part)
+			commits[p.Part] = c
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil, fmt.Errorf("trace %s has no parts", tr.TrajectoryID)
+	}
+	sort.Ints(parts)
+	return parts, commits, nil
+}
+
+// NewPlan builds the plan for tr, resolving each distinct commit's tree once.
+func NewPlan(ctx context.Context, tr *trace.Trace, trees TreeResolver) (*Plan, error) {
+	parts, partCommit, err := PartCommits(tr)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Parts:      parts,
+		PartCommit: partCommit,
+		CommitTree: make(map[string]string),
+		TreeCommit: make(map[string]string),
+	}
+	for _, part := range parts {
+		c := partCommit[part]
+		if _, seen := p.CommitTree[c]; seen {
+			continue
+		}
+		tree, err := trees.Tree(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("resolve tree of commit %s (part %d): %w", c, part, err)
+		}
+		p.Commits = append(p.Commits, c)
+		p.CommitTree[c] = tree
+		if _, seen := p.TreeCommit[tree]; !seen {
+			p.Trees = append(p.Trees, tree)
+			p.TreeCommit[tree] = c
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,306 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/githistory"
+	"github.com/trajlab/traj/replay/internal/replaytest"
+	"github.com/trajlab/traj/trace"
+)
+
+// countingEvaluator counts evaluations and the trees they ran on.
+type countingEvaluator struct {
+	replay.Evaluator
+	calls atomic.Int64
+	mu    sync.Mutex
+	dirs  []string
+}
+
+func (c *countingEvaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	c.dirs = append(c.dirs, dir)
+	c.mu.Unlock()
+	return c.Evaluator.Evaluate(ctx, dir, paths)
+}
+
+func openHistory(t *testing.T, tj *replaytest.Trajectory) *githistory.History {
+	t.Helper()
+	h, err := githistory.Open(tj.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestCheckoutPartMatchesCommitTree(t *testing.T) {
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-checkout", replaytest.AttributionScript(), 3, true)
+	h := openHistory(t, tj)
+	for _, part := range []int{1, 2, 5, 8, 10} {
+		dest := filepath.Join(t.TempDir(), "repo")
+		sum, err := replay.CheckoutPart(ctx, tj.Trace, h, replay.CheckoutRequest{Part: part, Dest: dest})
+		if err != nil {
+			t.Fatalf("part %d: %v", part, err)
+		}
+		want := tj.Commits[part-1]
+		if sum.Commit != want || sum.Part != part || sum.TrajectoryID != tj.ID {
+			t.Fatalf("part %d: summary %+v, want commit %s", part, sum, want)
+		}
+		if head := replaytest.Git(t, dest, "rev-parse", "HEAD"); head != want {
+			t.Fatalf("part %d: HEAD %s, want %s", part, head, want)
+		}
+		if st := replaytest.Git(t, dest, "status", "--porcelain"); st != "" {
+			t.Fatalf("part %d: status not clean:\n%s", part, st)
+		}
+		got := replaytest.Git(t, dest, "ls-tree", "-r", "HEAD")
+		if exp := replaytest.Git(t, tj.Work, "ls-tree", "-r", want); got != exp {
+			t.Fatalf("part %d: tree differs:\n%s\nwant\n%s", part, got, exp)
+		}
+		// The files on disk are the commit's files.
+		for _, line := range strings.Split(got, "\n") {
+			if line == "" {
+				continue
+			}
+			fields := strings.Fields(line)
+			name := fields[len(fields)-1]
+			blob := replaytest.Git(t, tj.Work, "cat-file", "-p", fields[2])
+			disk, err := os.ReadFile(filepath.Join(dest, name))
+			if err != nil || strings.TrimSpace(string(disk)) != blob {
+				t.Fatalf("part %d: %s on disk differs from blob", part, name)
+			}
+		}
+	}
+}
+
+func TestCheckoutPartErrors(t *testing.T) {
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-errors", replaytest.AttributionScript()[:4], 2, false)
+	h := openHistory(t, tj)
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "keep.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		req  replay.CheckoutRequest
+		want string
+	}{
+		{"part too high", replay.CheckoutRequest{Part: 9, Dest: t.TempDir()}, "parts 1..4"},
+		{"part zero", replay.CheckoutRequest{Part: 0, Dest: t.TempDir()}, "parts 1..4"},
+		{"dest not empty", replay.CheckoutRequest{Part: 1, Dest: full}, "--force"},
+		{"dest inside source", replay.CheckoutRequest{Part: 1, Dest: filepath.Join(tj.Dir, "out"), Protected: []string{tj.Dir}}, "inside the trajectory's source folder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := replay.CheckoutPart(ctx, tj.Trace, h, tt.req)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, replay.ErrUsage) {
+				t.Fatalf("err = %v, want usage error mentioning %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(full, "keep.txt")); err != nil {
+		t.Fatal("a refused checkout touched the destination")
+	}
+	// --force replaces the contents.
+	if _, err := replay.CheckoutPart(ctx, tj.Trace, h, replay.CheckoutRequest{Part: 3, Dest: full, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(full, "keep.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("--force kept the old contents")
+	}
+	// A commit missing from the bundle is named.
+	bad := *tj.Trace
+	bad.Turns = slices.Clone(tj.Trace.Turns)
+	bad.Turns[0].Parts = slices.Clone(bad.Turns[0].Parts)
+	bad.Turns[0].Parts[0].GitCommit = strings.Repeat("ab", 20)
+	_, err := replay.CheckoutPart(ctx, &bad, h, replay.CheckoutRequest{Part: 1, Dest: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), strings.Repeat("ab", 20)) {
+		t.Fatalf("err = %v, want the missing commit named", err)
+	}
+}
+
+func TestEvaluateAttributionAndCache(t *testing.T) {
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-attr", replaytest.AttributionScript(), 4, true)
+	h := openHistory(t, tj)
+	ev := &countingEvaluator{Evaluator: replaytest.TinyEnv{}}
+	cache := &replay.MemCache{}
+	opts := replay.EvaluateOptions{TestPaths: []string{"basics", "extra"}, Workers: 2, Cache: cache}
+
+	out, err := replay.Evaluate(ctx, tj.Trace, h, ev, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Parts 1..10 all mapped; 7 distinct commits, 6 distinct trees.
+	if len(out.PartToCommit) != 10 {
+		t.Fatalf("part_to_commit has %d parts, want 10", len(out.PartToCommit))
+	}
+	for part := 1; part <= 10; part++ {
+		if out.PartToCommit[part] != tj.Commits[part-1] {
+			t.Fatalf("part %d → %s, want %s", part, out.PartToCommit[part], tj.Commits[part-1])
+		}
+		if out.PartEvaluations[part] == nil {
+			t.Fatalf("part %d has no evaluation", part)
+		}
+	}
+	if out.CommitsEvaluated != 7 || out.Stats.UniqueTrees != 6 {
+		t.Fatalf("commits %d trees %d, want 7 and 6", out.CommitsEvaluated, out.Stats.UniqueTrees)
+	}
+	if n := ev.calls.Load(); n != 6 {
+		t.Fatalf("evaluator ran %d times, want once per distinct tree (6)", n)
+	}
+	if ce := out.CommitEvaluations[tj.Commits[7]]; ce.SameTreeAs != tj.Commits[3] || ce.Source != replay.SourceSameTree {
+		t.Fatalf("part 8's commit: %+v, want same tree as part 4's", ce)
+	}
+	// Worktrees are gone afterwards.
+	for _, d := range ev.dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("worktree %s left behind", d)
+		}
+	}
+
+	add := out.TestAttribution["basics/add"]
+	if add == nil || add.FirstPassPart == nil || *add.FirstPassPart != 3 ||
+		!slices.Equal(add.BrokenAt, []int{5}) || !slices.Equal(add.FixedAt, []int{8}) || !add.PassingAtEnd {
+		t.Fatalf("basics/add attribution = %+v", add)
+	}
+	ret := out.TestAttribution["basics/ret42"]
+	if ret == nil || *ret.FirstPassPart != 3 || len(ret.BrokenAt) != 0 || len(ret.FixedAt) != 0 {
+		t.Fatalf("basics/ret42 attribution = %+v", ret)
+	}
+	if pe := out.PartEvaluations[5]; pe.Passed != 2 || pe.Total != 3 || pe.Suites["basics"].Passed != 1 {
+		t.Fatalf("part 5 = %+v", pe)
+	}
+	if pe := out.PartEvaluations[1]; pe.Passed != 0 || pe.Suites["basics"].Error == "" {
+		t.Fatalf("part 1 = %+v, want a build error", pe)
+	}
+	regs := replay.Regressions(out.TestAttribution)
+	if len(regs) != 1 || regs[0] != (replay.Regression{Test: "basics/add", BrokenAt: 5, FixedAt: 8}) {
+		t.Fatalf("regressions = %+v", regs)
+	}
+
+	// Second evaluate: everything from the cache, nothing run.
+	ev2 := &countingEvaluator{Evaluator: replaytest.TinyEnv{}}
+	out2, err := replay.Evaluate(ctx, tj.Trace, h, ev2, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ev2.calls.Load(); n != 0 || out2.Stats.CacheHits != 6 {
+		t.Fatalf("second evaluate ran %d evaluations, %d cache hits; want 0 and 6", n, out2.Stats.CacheHits)
+	}
+	if !slices.Equal(out2.TestAttribution["basics/add"].BrokenAt, []int{5}) {
+		t.Fatal("cached results changed the attribution")
+	}
+	// A different environment version misses.
+	ev3 := &countingEvaluator{Evaluator: replaytest.TinyEnv{V: "tiny-2"}}
+	if _, err := replay.Evaluate(ctx, tj.Trace, h, ev3, opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := ev3.calls.Load(); n != 6 {
+		t.Fatalf("new environment version ran %d evaluations, want 6", n)
+	}
+}
+
+func TestEvaluateOriginalShapeTrace(t *testing.T) {
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-original", replaytest.AttributionScript()[:5], 5, false)
+	// Reload the trace from its JSON: no traj fields at all.
+	data, err := os.ReadFile(tj.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "schema_version") || strings.Contains(string(data), "part_type") {
+		t.Fatal("the original-shape trace carries traj fields")
+	}
+	tr, err := replay.ReadTraceFile(tj.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := openHistory(t, tj)
+	out, err := replay.Evaluate(ctx, tr, h, replaytest.TinyEnv{}, replay.EvaluateOptions{TestPaths: []string{"basics"}, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.PartToCommit) != 5 || *out.TestAttribution["basics/add"].FirstPassPart != 3 {
+		t.Fatalf("original trace: %+v", out.TestAttribution["basics/add"])
+	}
+	if probs, err := replay.Verify(ctx, tr, h); err != nil || len(probs) != 0 {
+		t.Fatalf("verify original trace: %v %v", probs, err)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-verify", replaytest.AttributionScript(), 3, true)
+	h := openHistory(t, tj)
+	if probs, err := replay.Verify(ctx, tj.Trace, h); err != nil || len(probs) != 0 {
+		t.Fatalf("clean trajectory: %v %v", probs, err)
+	}
+	missing := strings.Repeat("cd", 20)
+	tests := []struct {
+		name   string
+		break_ func(tr *trace.Trace)
+		want   []string
+	}{
+		{"commit not in bundle", func(tr *trace.Trace) {
+			p := &tr.Turns[1].Parts[0] // part 4
+			p.GitCommit, p.RepoCheckpoint.CommitAfter = missing, missing
+		}, []string{"part 4: git_commit " + missing + " is not in the bundle", "part 5: commit_before"}},
+		{"gap in parts", func(tr *trace.Trace) {
+			tr.Turns[1].Parts[1].Part = 7
+		}, []string{"part 7: expected part 5"}},
+		{"git_commit differs from commit_after", func(tr *trace.Trace) {
+			tr.Turns[0].Parts[2].RepoCheckpoint.CommitAfter = tj.Initial
+		}, []string{"part 3: git_commit", "differs from repo_checkpoint.commit_after"}},
+		{"commit_before not previous", func(tr *trace.Trace) {
+			tr.Turns[2].Parts[1].RepoCheckpoint.CommitBefore = tj.Initial
+		}, []string{"part 8: commit_before " + tj.Initial + " is not the previous part's effective commit"}},
+		{"total_parts", func(tr *trace.Trace) { tr.SessionEnd.TotalParts = 11 }, []string{"session_end.total_parts is 11"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := cloneTrace(t, tj.Trace)
+			tt.break_(tr)
+			probs, err := replay.Verify(ctx, tr, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			for _, p := range probs {
+				all = append(all, p.String())
+			}
+			joined := strings.Join(all, "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(joined, w) {
+					t.Fatalf("problems:\n%s\nwant one containing %q", joined, w)
+				}
+			}
+		})
+	}
+}
+
+func cloneTrace(t *testing.T, tr *trace.Trace) *trace.Trace {
+	t.Helper()
+	c := *tr
+	c.Turns = slices.Clone(tr.Turns)
+	for i := range c.Turns {
+		c.Turns[i].Parts = slices.Clone(c.Turns[i].Parts)
+		for j := range c.Turns[i].Parts {
+			cp := *c.Turns[i].Parts[j].RepoCheckpoint
+			c.Turns[i].Parts[j].RepoCheckpoint = &cp
+		}
+	}
+	se := *tr.SessionEnd
+	c.SessionEnd = &se
+	return &c
+}

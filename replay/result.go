@@ -1,0 +1,66 @@
+package replay
+
+import "sort"
+
+// CaseResult is one test case's outcome.
+type CaseResult struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+}
+
+// SuiteResult is the outcome of one test path at one repository state.
+type SuiteResult struct {
+	Passed int          `json:"passed"`
+	Failed int          `json:"failed"`
+	Total  int          `json:"total"`
+	Cases  []CaseResult `json:"cases,omitempty"`
+	// Error says why the suite could not run (for example the build failed).
+	Error string `json:"error,omitempty"`
+}
+
+// Result is the outcome of every requested test path at one repository
+// state, keyed by test path. It is what an Evaluator returns and what the
+// cache stores.
+type Result struct {
+	Suites map[string]SuiteResult `json:"suites"`
+}
+
+// Totals sums passed, failed and total over all suites.
+func (r Result) Totals() (passed, failed, total int) {
+	for _, s := range r.Suites {
+		passed += s.Passed
+		failed += s.Failed
+		total += s.Total
+	}
+	return passed, failed, total
+}
+
+// SuitePaths returns the suite paths in sorted order.
+func (r Result) SuitePaths() []string {
+	out := make([]string, 0, len(r.Suites))
+	for p := range r.Suites {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PassRate is passed/total, or 0 when nothing ran.
+func PassRate(passed, total int) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(passed) / float64(total)
+}
+
+// TestID names a test case across suites: "<suite path>/<case>", unless the
+// case name already starts with the suite path.
+func TestID(suite, name string) string {
+	if suite == "" {
+		return name
+	}
+	if len(name) > len(suite) && name[:len(suite)] == suite && (name[len(suite)] == '/' || name[len(suite)] == ':') {
+		return name
+	}
+	return suite + "/" + name
+}
