@@ -1,0 +1,150 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The artifact layout. Every trajectory's objects sit under
+// TrajectoryPrefix(id):
+//
+//	trajectories/<id>/agent_trace.json             canonical trace (at the end)
+//	trajectories/<id>/repo.bundle                  git bundle of all refs (at the end)
+//	trajectories/<id>/history/<part %08d>.bundle   incremental bundle per checkpoint
+//	trajectories/<id>/chunks/header.json.zst       trace without turns (start, end)
+//	trajectories/<id>/chunks/turn-<%06d>.json.zst  one turn without its parts
+//	trajectories/<id>/chunks/part-<%08d>.json.zst  one part record and its turn number
+//	trajectories/<id>/evaluation.json              replay evaluate's report
+//	trajectories/<id>/logs/<name>                  run logs
+//	evalcache/<key>.json                           evaluation results by content
+//
+// Chunks and history bundles make a running trajectory durable in the store
+// part by part without re-uploading the growing trace; a reader rebuilds the
+// trace and the repository from them when the final objects are missing.
+// Chunks are zstd-compressed JSON (see package chunk).
+const (
+	TrajectoriesDir = "trajectories/"
+	TraceName       = "agent_trace.json"
+	BundleName      = "repo.bundle"
+	HistoryDir      = "history/"
+	ChunksDir       = "chunks/"
+	HeaderChunkName = "header.json.zst"
+	EvaluationName  = "evaluation.json"
+	LogsDir         = "logs/"
+	EvalCacheDir    = "evalcache/"
+)
+
+// TrajectoryPrefix is the folder of one trajectory's objects, with a
+// trailing slash. id must pass ValidateID.
+func TrajectoryPrefix(id string) string { return TrajectoriesDir + id + "/" }
+
+// TraceKey is the canonical trace of trajectory id.
+func TraceKey(id string) string { return TrajectoryPrefix(id) + TraceName }
+
+// BundleKey is the final git bundle of trajectory id.
+func BundleKey(id string) string { return TrajectoryPrefix(id) + BundleName }
+
+// HistoryPrefix holds the incremental bundles of trajectory id.
+func HistoryPrefix(id string) string { return TrajectoryPrefix(id) + HistoryDir }
+
+// HistoryBundleName is the name of the incremental bundle written at part.
+func HistoryBundleName(part int) string { return fmt.Sprintf("%08d.bundle", part) }
+
+// HistoryBundleKey is the incremental bundle written at the checkpoint of
+// part; lexical order of the keys is part order.
+func HistoryBundleKey(id string, part int) string {
+	return HistoryPrefix(id) + HistoryBundleName(part)
+}
+
+// ChunksPrefix holds the per-part trace chunks of trajectory id.
+func ChunksPrefix(id string) string { return TrajectoryPrefix(id) + ChunksDir }
+
+// HeaderChunkKey is the trace header chunk (everything but the turns).
+func HeaderChunkKey(id string) string { return ChunksPrefix(id) + HeaderChunkName }
+
+// TurnChunkName is the chunk name of turn n (the turn without its parts).
+func TurnChunkName(n int) string { return fmt.Sprintf("turn-%06d.json.zst", n) }
+
+// TurnChunkKey is the chunk of turn n of trajectory id.
+func TurnChunkKey(id string, n int) string { return ChunksPrefix(id) + TurnChunkName(n) }
+
+// PartChunkName is the chunk name of part n.
+func PartChunkName(n int) string { return fmt.Sprintf("part-%08d.json.zst", n) }
+
+// PartChunkKey is the chunk of part n of trajectory id.
+func PartChunkKey(id string, n int) string { return ChunksPrefix(id) + PartChunkName(n) }
+
+// EvaluationKey is replay evaluate's report for trajectory id.
+func EvaluationKey(id string) string { return TrajectoryPrefix(id) + EvaluationName }
+
+// LogKey is a log file of trajectory id; name must be a single key segment.
+func LogKey(id, name string) string { return TrajectoryPrefix(id) + LogsDir + name }
+
+// EvalCacheKey is a cached evaluation result; key is a content digest.
+func EvalCacheKey(key string) string { return EvalCacheDir + key + ".json" }
+
+// ValidateID accepts a trajectory id usable as one key segment: non-empty,
+// at most 200 bytes, valid UTF-8, no slash or backslash, not "." or "..",
+// no control characters or spaces. Anything else could escape the
+// trajectory's folder.
+func ValidateID(id string) error {
+	if err := validSegment(id); err != nil {
+		return fmt.Errorf("trajectory id %q: %w", id, err)
+	}
+	if len(id) > 200 {
+		return fmt.Errorf("trajectory id %q: longer than 200 bytes: %w", id[:20]+"…", ErrInvalidKey)
+	}
+	return nil
+}
+
+// ValidateKey accepts a relative, slash-separated key whose segments are
+// all valid: no empty segment, no "." or "..", no backslash, no control
+// characters. Every Store calls it before touching anything.
+func ValidateKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("empty key: %w", ErrInvalidKey)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if err := validSegment(seg); err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// ValidatePrefix accepts "" or a key prefix whose complete segments are
+// valid; the last segment may be partial or empty (a trailing slash).
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	segs := strings.Split(prefix, "/")
+	for i, seg := range segs {
+		if i == len(segs)-1 && seg == "" {
+			break
+		}
+		if err := validSegment(seg); err != nil {
+			return fmt.Errorf("prefix %q: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
+func validSegment(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("empty segment: %w", ErrInvalidKey)
+	case s == "." || s == "..":
+		return fmt.Errorf("segment %q not allowed: %w", s, ErrInvalidKey)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("not valid UTF-8: %w", ErrInvalidKey)
+	}
+	for _, r := range s {
+		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("character %q not allowed: %w", r, ErrInvalidKey)
+		}
+	}
+	return nil
+}
