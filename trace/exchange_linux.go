@@ -1,0 +1,34 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// errExchangeUnsupported means the filesystem cannot swap two names
+// atomically; the writer falls back to temp file + rename.
+var errExchangeUnsupported = errors.New("atomic rename exchange unsupported")
+
+// exchange atomically swaps the files at a and b.
+func exchange(a, b string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Errorf("%w: %v", errExchangeUnsupported, err)
+	}
+	return &os.LinkError{Op: "renameat2", Old: a, New: b, Err: err}
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package trace
+
+import (
+	"errors"
+	"os"
+)
+
+var errExchangeUnsupported = errors.New("atomic rename exchange unsupported on this OS")
+
+func exchange(a, b string) error { return errExchangeUnsupported }
+
+func fdatasync(f *os.File) error { return f.Sync() }

@@ -1,0 +1,220 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Problem is one way a trace breaks the contract.
+type Problem struct {
+	Path    string `json:"path"`             // JSON path, e.g. $.turns[2].parts[0].part
+	Offset  int64  `json:"offset"` // byte offset of a syntax error; -1 for other problems
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Offset >= 0 {
+		return fmt.Sprintf("%s (byte offset %d): %s", p.Path, p.Offset, p.Message)
+	}
+	return p.Path + ": " + p.Message
+}
+
+// Validate checks a trace in one streaming pass: JSON syntax, the schema
+// (applied to each part and turn as it is read, so memory stays bounded),
+// then the invariants: part indices 1..N without gaps across turns, each
+// turn's part_start/part_end equal to its first/last part (null when it
+// has none), a git_commit on every part, and session_end totals matching
+// the parts and turns. Problems come in that order (syntax, schema,
+// invariants), each in document order; nil means the trace is valid.
+func Validate(r io.Reader) []Problem {
+	s, err := CompileSchemas()
+	if err != nil {
+		return []Problem{{Path: "$", Offset: -1, Message: err.Error()}}
+	}
+	return s.Validate(r)
+}
+
+// Validate is Validate with already compiled schemas.
+func (s *Schemas) Validate(r io.Reader) []Problem {
+	v := validation{s: s, next: 1}
+	err := walk(r, walkHooks{part: v.part, turn: v.turn, end: v.end})
+	var probs []Problem
+	if err != nil {
+		var se *ScanError
+		if errors.As(err, &se) {
+			probs = append(probs, Problem{Path: se.Path, Offset: se.Offset, Message: se.Err.Error()})
+		} else {
+			probs = append(probs, Problem{Path: "$", Offset: -1, Message: err.Error()})
+		}
+	}
+	probs = append(probs, v.schema...)
+	return append(probs, v.invariants...)
+}
+
+type validation struct {
+	s                  *Schemas
+	schema, invariants []Problem
+
+	next, nparts, nturns int // next expected part index; counts
+	first, last          int // first/last part index of the current turn
+	turnParts            int
+}
+
+func (v *validation) addSchema(path string, sch *jsonschema.Schema, raw []byte) bool {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		v.schema = append(v.schema, Problem{Path: path, Offset: -1, Message: err.Error()})
+		return false
+	}
+	err = sch.Validate(inst)
+	if err == nil {
+		return true
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		v.schema = append(v.schema, Problem{Path: path, Offset: -1, Message: err.Error()})
+		return false
+	}
+	v.schema = append(v.schema, schemaProblems(path, ve)...)
+	return false
+}
+
+// schemaProblems flattens a validation error to its leaf messages.
+func schemaProblems(base string, ve *jsonschema.ValidationError) []Problem {
+	out := ve.BasicOutput()
+	var probs []Problem
+	seen := map[string]bool{}
+	for _, u := range out.Errors {
+		if u.Error == nil {
+			continue
+		}
+		msg := u.Error.String()
+		if strings.HasPrefix(msg, "validation failed") || strings.Contains(msg, "doesn't validate with") {
+			continue
+		}
+		p := Problem{Path: base + pointerToPath(u.InstanceLocation), Offset: -1, Message: "schema: " + msg}
+		if k := p.Path + p.Message; !seen[k] {
+			seen[k] = true
+			probs = append(probs, p)
+		}
+	}
+	if len(probs) == 0 {
+		probs = append(probs, Problem{Path: base, Offset: -1, Message: "schema: " + ve.Error()})
+	}
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Path < probs[j].Path })
+	return probs
+}
+
+// pointerToPath turns a JSON pointer (/parts/0/part) into path suffix
+// (.parts[0].part).
+func pointerToPath(ptr string) string {
+	if ptr == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+		} else {
+			b.WriteString("." + tok)
+		}
+	}
+	return b.String()
+}
+
+func (v *validation) invariant(path, format string, args ...any) {
+	v.invariants = append(v.invariants, Problem{Path: path, Offset: -1, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validation) part(loc partLoc) error {
+	path := loc.path()
+	v.addSchema(path, v.s.Part, loc.raw)
+	v.nparts++
+	v.turnParts++
+	var p struct {
+		Part      *int    `json:"part"`
+		GitCommit *string `json:"git_commit"`
+	}
+	if err := json.Unmarshal(loc.raw, &p); err != nil || p.Part == nil {
+		return nil // the schema problem says it
+	}
+	n := *p.Part
+	if n != v.next {
+		if n > v.next {
+			v.invariant(path+".part", "part %d follows part %d: parts %d..%d are missing (indices must run 1..N without gaps)", n, v.next-1, v.next, n-1)
+		} else {
+			v.invariant(path+".part", "part %d follows part %d: indices must increase by one from 1", n, v.next-1)
+		}
+	}
+	v.next = n + 1
+	if loc.index == 0 {
+		v.first = n
+	}
+	v.last = n
+	if p.GitCommit != nil && *p.GitCommit == "" {
+		v.invariant(path+".git_commit", "part %d has an empty git_commit", n)
+	}
+	return nil
+}
+
+func (v *validation) turn(loc turnLoc) error {
+	path := loc.path()
+	nparts := v.turnParts
+	v.turnParts = 0
+	v.nturns++
+	if !v.addSchema(path, v.s.Turn, loc.raw) {
+		return nil
+	}
+	var t struct {
+		Turn      int  `json:"turn"`
+		PartStart *int `json:"part_start"`
+		PartEnd   *int `json:"part_end"`
+	}
+	if err := json.Unmarshal(loc.raw, &t); err != nil {
+		return nil
+	}
+	check := func(field string, got *int, want int) {
+		switch {
+		case nparts == 0 && got != nil:
+			v.invariant(path+"."+field, "turn %d has no parts, so %s must be null, not %d", t.Turn, field, *got)
+		case nparts > 0 && got == nil:
+			v.invariant(path+"."+field, "turn %d has parts %d..%d but %s is missing or null, want %d", t.Turn, v.first, v.last, field, want)
+		case nparts > 0 && *got != want:
+			v.invariant(path+"."+field, "turn %d has parts %d..%d but %s is %d, want %d", t.Turn, v.first, v.last, field, *got, want)
+		}
+	}
+	check("part_start", t.PartStart, v.first)
+	check("part_end", t.PartEnd, v.last)
+	return nil
+}
+
+func (v *validation) end(loc docLoc) error {
+	if !v.addSchema("$", v.s.Trace, loc.raw) {
+		return nil
+	}
+	var t struct {
+		SessionEnd *struct {
+			TotalParts int `json:"total_parts"`
+			TotalTurns int `json:"total_turns"`
+		} `json:"session_end"`
+	}
+	if err := json.Unmarshal(loc.raw, &t); err != nil || t.SessionEnd == nil {
+		return nil
+	}
+	if t.SessionEnd.TotalParts != v.nparts {
+		v.invariant("$.session_end.total_parts", "session_end.total_parts is %d but the trace has %d parts", t.SessionEnd.TotalParts, v.nparts)
+	}
+	if t.SessionEnd.TotalTurns != v.nturns {
+		v.invariant("$.session_end.total_turns", "session_end.total_turns is %d but the trace has %d turns", t.SessionEnd.TotalTurns, v.nturns)
+	}
+	return nil
+}
