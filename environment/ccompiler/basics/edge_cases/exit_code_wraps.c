@@ -1,0 +1,2 @@
+// expect: exit=1
+int main(void) { return 257; }

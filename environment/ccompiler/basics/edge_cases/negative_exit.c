@@ -1,0 +1,2 @@
+// expect: exit=255
+int main(void) { return -1; }

@@ -1,0 +1,2 @@
+int shared = 1;
+void set_shared(int v) { shared = v; }

@@ -1,0 +1,2 @@
+static int hidden = 100;
+int other_hidden(void) { return hidden; }

@@ -1,0 +1,2 @@
+// expect: exit=14
+int main(void) { return 2 + 3 * 4; }

@@ -1,0 +1,2 @@
+// expect: exit=42
+int main(void) { return 42; }

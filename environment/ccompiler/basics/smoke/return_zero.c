@@ -1,0 +1,2 @@
+// expect: exit=0
+int main(void) { return 0; }

@@ -1,0 +1,479 @@
+// Package ccompiler is the C-compiler test environment: the agent's
+// workspace has a build.sh that produces ./cc, invoked as
+// `./cc input.c [more.c …] -o output`. The environment builds it, then runs
+// the shipped basics suite and the public suites (writing-a-c-compiler-tests,
+// c-testsuite, gcc torture) against it. See doc.go for the test paths, the
+// pass rules and the Result JSON.
+package ccompiler
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trajlab/traj/environment"
+)
+
+// RunnerVersion names the runner's semantics (pass rules, skip rules, how
+// cases are compiled and compared). Bump it whenever any of them changes so
+// cached evaluations are not reused across different meanings.
+const RunnerVersion = "ccompiler-runner/1"
+
+// Defaults for RunOptions' zero values.
+const (
+	DefaultBuildTimeout   = 300 * time.Second
+	DefaultCompileTimeout = 10 * time.Second
+	DefaultRunTimeout     = 5 * time.Second
+	DefaultOutputLimit    = 64 << 10
+	stderrTailBytes       = 2 << 10
+)
+
+//go:embed basics
+var basicsFS embed.FS
+
+// Config selects the fixtures root for the public suites.
+type Config struct {
+	// TestsDir holds c-testsuite/, wacct/ and torture/ (see doc.go). Empty
+	// means only basics is available.
+	TestsDir string
+}
+
+// Env is the C-compiler environment. It is immutable after New and safe for
+// concurrent use on different workspaces.
+type Env struct {
+	root    string
+	suites  map[string]suite
+	order   []string // suite names in path order
+	paths   []string
+	version string
+}
+
+var _ environment.Environment = (*Env)(nil)
+
+// New loads the basics suite and every public suite present under
+// cfg.TestsDir. A missing public suite is not an error here: its paths are
+// not listed, and running them reports which folder is missing and where
+// the suite comes from.
+func New(cfg Config) (*Env, error) {
+	root := cfg.TestsDir
+	if root != "" {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return nil, fmt.Errorf("resolve tests dir %q: %w", root, err)
+		}
+		if !isDir(abs) {
+			return nil, fmt.Errorf("tests dir %s: not a folder", abs)
+		}
+		root = abs
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s shard=%d\n", RunnerVersion, ShardSize)
+	basics, err := loadBasics(basicsFS, h)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{root: root, suites: map[string]suite{SuiteBasics: basics}}
+	e.suites[SuiteCTestsuite] = loadCTestsuite(root, h)
+	e.suites[SuiteTorture] = loadTorture(root, h)
+	e.suites[SuiteWacct] = loadWacct(root, h)
+	e.order = []string{SuiteBasics, SuiteCTestsuite, SuiteTorture, SuiteWacct}
+	e.version = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	e.paths = e.listPaths()
+	return e, nil
+}
+
+// Version is a digest of RunnerVersion, ShardSize and the content of every
+// suite file in use (embedded basics and the fixtures present).
+func (e *Env) Version() string { return e.version }
+
+// TestPaths lists "all", then each present suite followed by its
+// selectors: basics/<category> sorted, c_testsuite/part_<n> and
+// torture/part_<n> in numeric order, wacct/chapter_<n> in numeric order.
+func (e *Env) TestPaths() []string { return append([]string(nil), e.paths...) }
+
+func (e *Env) listPaths() []string {
+	paths := []string{PathAll}
+	for _, name := range e.order {
+		s := e.suites[name]
+		if s.missing != nil {
+			continue
+		}
+		paths = append(paths, name)
+		switch name {
+		case SuiteBasics:
+			seen := map[string]bool{}
+			var cats []string
+			for _, c := range s.cases {
+				if !seen[c.group] {
+					seen[c.group] = true
+					cats = append(cats, c.group)
+				}
+			}
+			sort.Strings(cats)
+			for _, c := range cats {
+				paths = append(paths, name+"/"+c)
+			}
+		case SuiteWacct:
+			seen := map[int]bool{}
+			var chs []int
+			for _, c := range s.cases {
+				if n := chapterOf(c.group); !seen[n] {
+					seen[n] = true
+					chs = append(chs, n)
+				}
+			}
+			sort.Ints(chs)
+			for _, n := range chs {
+				paths = append(paths, name+"/chapter_"+strconv.Itoa(n))
+			}
+		default:
+			for i := 1; (i-1)*ShardSize < len(s.cases); i++ {
+				paths = append(paths, name+"/part_"+strconv.Itoa(i))
+			}
+		}
+	}
+	return paths
+}
+
+// cases resolves a test path to its cases, sorted by name.
+func (e *Env) cases(testPath string) ([]testCase, error) {
+	p, err := ParseTestPath(testPath)
+	if err != nil {
+		return nil, err
+	}
+	if p.Suite == PathAll {
+		var all []testCase
+		for _, name := range e.order {
+			all = append(all, e.suites[name].cases...)
+		}
+		sortCases(all)
+		return all, nil
+	}
+	s := e.suites[p.Suite]
+	if s.missing != nil {
+		return nil, s.missing
+	}
+	if p.Selector == "" {
+		return s.cases, nil
+	}
+	var out []testCase
+	switch p.Suite {
+	case SuiteBasics, SuiteWacct:
+		for _, c := range s.cases {
+			if c.group == p.Selector {
+				out = append(out, c)
+			}
+		}
+	default:
+		lo := (p.N - 1) * ShardSize
+		if lo < len(s.cases) {
+			out = s.cases[lo:min(lo+ShardSize, len(s.cases))]
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %q", environment.ErrUnknownPath, testPath)
+	}
+	return out, nil
+}
+
+// Build runs `bash build.sh` in the workspace with the default timeout.
+func (e *Env) Build(ctx context.Context, workspace string) environment.BuildResult {
+	return build(ctx, workspace, DefaultBuildTimeout)
+}
+
+func build(ctx context.Context, workspace string, timeout time.Duration) environment.BuildResult {
+	r := environment.BuildResult{Phase: environment.PhaseBuild, ExitCode: -1}
+	script := filepath.Join(workspace, "build.sh")
+	if _, err := os.Stat(script); err != nil {
+		r.Error = "build.sh not found in the workspace"
+		return r
+	}
+	p := runProc(ctx, timeout, DefaultOutputLimit, false, workspace, "bash", "build.sh")
+	r.DurationMS = p.elapsed.Milliseconds()
+	r.ExitCode = p.exitCode
+	r.StderrTail = tail(p.stderr, stderrTailBytes)
+	switch {
+	case p.startErr != nil:
+		r.Error = p.startErr.Error()
+	case p.timedOut:
+		r.Error = fmt.Sprintf("build.sh timed out after %s", timeout)
+	case ctx.Err() != nil:
+		r.Error = "build interrupted: " + ctx.Err().Error()
+	case p.exitCode != 0:
+		r.Error = fmt.Sprintf("build.sh exited with %d", p.exitCode)
+	default:
+		st, err := os.Stat(filepath.Join(workspace, "cc"))
+		switch {
+		case err != nil:
+			r.Error = "build.sh succeeded but ./cc does not exist"
+		case st.IsDir() || st.Mode()&0o111 == 0:
+			r.Error = "./cc is not an executable file"
+		default:
+			r.OK = true
+		}
+	}
+	return r
+}
+
+// Run builds the workspace and runs every case of testPath.
+func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environment.RunOptions) (environment.Result, error) {
+	start := time.Now()
+	cases, err := e.cases(testPath)
+	if err != nil {
+		return environment.Result{}, err
+	}
+	o := withDefaults(opts)
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return environment.Result{}, fmt.Errorf("resolve workspace %q: %w", workspace, err)
+	}
+	if !isDir(ws) {
+		return environment.Result{}, fmt.Errorf("workspace %s: not a folder", ws)
+	}
+	res := environment.Result{Path: testPath, Total: len(cases), Cases: make([]environment.CaseResult, len(cases))}
+	if opts.Prebuilt != nil && opts.Prebuilt.OK {
+		res.Build = *opts.Prebuilt
+	} else {
+		res.Build = build(ctx, ws, o.BuildTimeout)
+	}
+	if err := ctx.Err(); err != nil {
+		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
+	}
+	if !res.Build.OK {
+		for i, c := range cases {
+			res.Cases[i] = environment.CaseResult{
+				Name: c.name, Phase: environment.PhaseBuild, ExpectReject: c.expectReject,
+				ExpectedStdout: c.stdout, ExpectedExitCode: c.exitCode, ActualExitCode: -1,
+				Error: "build failed: " + res.Build.Error,
+			}
+			if o.Progress != nil {
+				o.Progress(i+1, len(cases))
+			}
+		}
+		res.Failed = len(cases)
+		res.DurationMS = time.Since(start).Milliseconds()
+		return res, nil
+	}
+	tmp, err := os.MkdirTemp("", "traj-cc-*")
+	if err != nil {
+		return environment.Result{}, fmt.Errorf("make run folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	cc := filepath.Join(ws, "cc")
+
+	var (
+		mu   sync.Mutex
+		done int
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for range o.Workers {
+		wg.Go(func() {
+			for i := range next {
+				res.Cases[i] = e.runCase(ctx, cc, filepath.Join(tmp, "c"+strconv.Itoa(i)), cases[i], o)
+				mu.Lock()
+				done++
+				if o.Progress != nil {
+					o.Progress(done, len(cases))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for i := range cases {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
+	}
+	for _, c := range res.Cases {
+		if c.Passed {
+			res.Passed++
+		} else {
+			res.Failed++
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res, nil
+}
+
+func withDefaults(o environment.RunOptions) environment.RunOptions {
+	if o.Workers <= 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.BuildTimeout <= 0 {
+		o.BuildTimeout = DefaultBuildTimeout
+	}
+	if o.CompileTimeout <= 0 {
+		o.CompileTimeout = DefaultCompileTimeout
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = DefaultRunTimeout
+	}
+	if o.OutputLimit <= 0 {
+		o.OutputLimit = DefaultOutputLimit
+	}
+	return o
+}
+
+// runCase compiles and runs one case in its own folder.
+func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o environment.RunOptions) environment.CaseResult {
+	r := environment.CaseResult{
+		Name: tc.name, Phase: environment.PhaseCompile, ExpectReject: tc.expectReject,
+		ExpectedStdout: tc.stdout, ExpectedExitCode: tc.exitCode, ActualExitCode: -1,
+	}
+	defer os.RemoveAll(dir)
+	srcs, err := e.stage(dir, tc)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	out := filepath.Join(dir, "prog")
+	args := append(srcs, "-o", out)
+	comp := runProc(ctx, o.CompileTimeout, o.OutputLimit, false, dir, cc, args...)
+	r.CompileMS = comp.elapsed.Milliseconds()
+	r.StderrTail = tail(comp.stderr, stderrTailBytes)
+	switch {
+	case comp.startErr != nil:
+		r.Error = comp.startErr.Error()
+		return r
+	case comp.timedOut:
+		r.Phase = environment.PhaseTimeout
+		r.Error = fmt.Sprintf("compile timed out after %s", o.CompileTimeout)
+		return r
+	}
+	if tc.expectReject {
+		r.ActualExitCode = comp.exitCode
+		leftovers := outputsLeft(dir, out)
+		switch {
+		case comp.exitCode == 0:
+			r.Error = "the compiler accepted an invalid program (exit 0)"
+		case len(leftovers) > 0:
+			r.Error = "the compiler rejected the program but left output: " + strings.Join(leftovers, ", ")
+		default:
+			r.Passed = true
+		}
+		return r
+	}
+	if comp.exitCode != 0 {
+		r.Error = fmt.Sprintf("compile exited with %d", comp.exitCode)
+		return r
+	}
+	if st, err := os.Stat(out); err != nil || st.IsDir() {
+		r.Error = "compile exited 0 but wrote no output file"
+		return r
+	}
+
+	r.Phase = environment.PhaseRun
+	run := runProc(ctx, o.RunTimeout, o.OutputLimit, tc.combineStderr, dir, out)
+	r.RunMS = run.elapsed.Milliseconds()
+	r.ActualExitCode = run.exitCode
+	r.ActualStdout = run.stdout
+	r.StderrTail = tail(run.stderr, stderrTailBytes)
+	switch {
+	case run.startErr != nil:
+		r.Error = run.startErr.Error()
+		return r
+	case run.timedOut:
+		r.Phase = environment.PhaseTimeout
+		r.Error = fmt.Sprintf("run timed out after %s", o.RunTimeout)
+		return r
+	case run.signal != 0 && (tc.exitCode == nil || *tc.exitCode != run.exitCode):
+		r.Error = "killed by signal " + run.signal.String()
+		return r
+	}
+
+	r.Phase = environment.PhaseCompare
+	var problems []string
+	if tc.exitCode != nil && run.exitCode != *tc.exitCode {
+		problems = append(problems, fmt.Sprintf("exit code %d, want %d", run.exitCode, *tc.exitCode))
+	}
+	if tc.stdout != nil && run.stdout != *tc.stdout {
+		if tc.combineStderr {
+			problems = append(problems, "stdout+stderr differ from the expected output")
+		} else {
+			problems = append(problems, "stdout differs from the expected output")
+		}
+	}
+	if tc.expectEmptyStderr && run.stderr != "" {
+		problems = append(problems, "stderr is not empty")
+	}
+	if len(problems) > 0 {
+		r.Error = strings.Join(problems, "; ")
+		return r
+	}
+	r.Passed = true
+	return r
+}
+
+// stage copies a case's sources into its private folder (so a compiler that
+// writes next to its input never touches the fixtures) and returns their
+// absolute paths in order.
+func (e *Env) stage(dir string, tc testCase) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make case folder: %w", err)
+	}
+	var out []string
+	used := map[string]bool{}
+	for i, src := range tc.sources {
+		var data []byte
+		var err error
+		if tc.embedded {
+			data, err = fs.ReadFile(basicsFS, src)
+		} else {
+			data, err = os.ReadFile(src)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read source %s: %w", src, err)
+		}
+		name := path.Base(filepath.ToSlash(src))
+		if used[name] || name == "prog" {
+			name = strconv.Itoa(i) + "_" + name
+		}
+		used[name] = true
+		dst := filepath.Join(dir, name)
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return nil, fmt.Errorf("stage source %s: %w", name, err)
+		}
+		out = append(out, dst)
+	}
+	return out, nil
+}
+
+// outputsLeft lists the executable and any assembly or object files a
+// rejecting compiler left behind.
+func outputsLeft(dir, out string) []string {
+	var left []string
+	if _, err := os.Stat(out); err == nil {
+		left = append(left, filepath.Base(out))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return left
+	}
+	for _, en := range entries {
+		if n := en.Name(); strings.HasSuffix(n, ".s") || strings.HasSuffix(n, ".o") {
+			left = append(left, n)
+		}
+	}
+	return left
+}
