@@ -125,3 +125,23 @@ func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidKey)
 }
+
+// Unwrapper is implemented by wrappers (retry) to expose the store they wrap.
+type Unwrapper interface {
+	Unwrap() Store
+}
+
+// AsLocal returns the LocalPather behind s and any wrappers, if the
+// innermost store keeps plain files.
+func AsLocal(s Store) (LocalPather, bool) {
+	for {
+		if lp, ok := s.(LocalPather); ok {
+			return lp, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			return nil, false
+		}
+		s = u.Unwrap()
+	}
+}

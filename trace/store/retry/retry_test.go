@@ -1,0 +1,342 @@
+package retry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/local"
+	"github.com/trajlab/traj/trace/store/retry"
+	"github.com/trajlab/traj/trace/store/storetest"
+)
+
+// fault is one injected failure.
+type fault int
+
+const (
+	faultError    fault = iota + 1 // a plain transient error
+	faultSlowDown                  // S3's 503 SlowDown, as the SDK reports it
+	faultHang                      // no answer until the attempt's context ends
+	faultPartial                   // Save reads half the body, then the connection drops
+)
+
+func (f fault) String() string {
+	return [...]string{"", "error", "slowdown", "hang", "partial"}[f]
+}
+
+// FailingStore wraps a real store and fails operations on purpose: each
+// call to an operation takes the next fault from its script (none left:
+// the call goes through), or fails at random with Rate.
+type FailingStore struct {
+	store.Store
+	mu     sync.Mutex
+	script map[string][]fault
+	calls  map[string]int
+	// rate, if set, fails that fraction of calls with faults in turn.
+	rate float64
+	n    int
+}
+
+func newFailingStore(t *testing.T) *FailingStore {
+	s, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &FailingStore{Store: s, script: map[string][]fault{}, calls: map[string]int{}}
+}
+
+func (f *FailingStore) next(op string) fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[op]++
+	if q := f.script[op]; len(q) > 0 {
+		f.script[op] = q[1:]
+		return q[0]
+	}
+	if f.rate > 0 {
+		f.n++
+		// A deterministic spread: every k-th call fails.
+		if k := int(1 / f.rate); f.n%k == 0 {
+			return fault(1 + (f.n/k)%4)
+		}
+	}
+	return 0
+}
+
+func slowDown() error {
+	return &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusServiceUnavailable}},
+		Err:      &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate."},
+	}
+}
+
+func (f *FailingStore) inject(ctx context.Context, op string) error {
+	switch f.next(op) {
+	case faultError:
+		return fmt.Errorf("%s: connection reset by peer (injected)", op)
+	case faultSlowDown:
+		return fmt.Errorf("%s: %w", op, slowDown())
+	case faultHang:
+		<-ctx.Done()
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	case faultPartial:
+		return errPartial
+	}
+	return nil
+}
+
+var errPartial = errors.New("connection dropped mid-body (injected)")
+
+func (f *FailingStore) Save(ctx context.Context, key string, src store.Source) error {
+	if err := f.inject(ctx, "save"); err != nil {
+		if errors.Is(err, errPartial) {
+			rc, size, oerr := src.Open()
+			if oerr != nil {
+				return oerr
+			}
+			io.CopyN(io.Discard, rc, size/2)
+			rc.Close()
+		}
+		return err
+	}
+	return f.Store.Save(ctx, key, src)
+}
+
+func (f *FailingStore) Load(ctx context.Context, key string, fn func(io.Reader) error) error {
+	if err := f.inject(ctx, "load"); err != nil {
+		if errors.Is(err, errPartial) {
+			// Hand fn a body that breaks halfway.
+			return f.Store.Load(ctx, key, func(r io.Reader) error {
+				return fn(io.MultiReader(io.LimitReader(r, 3), errReader{errPartial}))
+			})
+		}
+		return err
+	}
+	return f.Store.Load(ctx, key, fn)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func (f *FailingStore) Stat(ctx context.Context, key string) (store.FileInfo, error) {
+	if err := f.inject(ctx, "stat"); err != nil {
+		return store.FileInfo{}, err
+	}
+	return f.Store.Stat(ctx, key)
+}
+
+func (f *FailingStore) List(ctx context.Context, prefix string, fn func(store.FileInfo) error) error {
+	fl := f.next("list")
+	n := 0
+	return f.Store.List(ctx, prefix, func(fi store.FileInfo) error {
+		// Fail after the first object, so a retry relists what fn saw.
+		if n++; n == 2 && fl != 0 {
+			return fmt.Errorf("list: injected %s after one object", fl)
+		}
+		return fn(fi)
+	})
+}
+
+func (f *FailingStore) Remove(ctx context.Context, key string) error {
+	if err := f.inject(ctx, "remove"); err != nil {
+		return err
+	}
+	return f.Store.Remove(ctx, key)
+}
+
+func (f *FailingStore) callCount(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+var fastPolicy = retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond}
+
+// TestConformance: the wrapper is a Store like any other.
+func TestConformance(t *testing.T) {
+	storetest.RunConformance(t, func(t *testing.T) store.Store {
+		return retry.Wrap(newFailingStore(t), fastPolicy)
+	}, storetest.Options{LargeSize: 3 << 20})
+}
+
+func TestEventualSuccess(t *testing.T) {
+	faults := []fault{faultError, faultSlowDown, faultHang, faultPartial}
+	ctx := context.Background()
+	fs := newFailingStore(t)
+	s := retry.Wrap(fs, fastPolicy)
+	data := bytes.Repeat([]byte("part record "), 1000)
+	fs.script["save"] = faults
+	if err := s.Save(ctx, "trajectories/x/chunks/part-00000001.json.zst", store.Bytes(data)); err != nil {
+		t.Fatalf("save through %v: %v", faults, err)
+	}
+	fs.script["load"] = faults
+	var got []byte
+	err := s.Load(ctx, "trajectories/x/chunks/part-00000001.json.zst", func(r io.Reader) error {
+		b, err := io.ReadAll(r)
+		got = b
+		return err
+	})
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("load through %v: err %v, %d bytes (want %d identical)", faults, err, len(got), len(data))
+	}
+	fs.script["stat"] = faults[:3]
+	if fi, err := s.Stat(ctx, "trajectories/x/chunks/part-00000001.json.zst"); err != nil || fi.Size != int64(len(data)) {
+		t.Fatalf("stat: %+v, %v", fi, err)
+	}
+	for _, op := range []string{"save", "load", "stat"} {
+		want := len(faults) + 1
+		if op == "stat" {
+			want = 4
+		}
+		if n := fs.callCount(op); n != want {
+			t.Errorf("%s attempts = %d, want %d", op, n, want)
+		}
+	}
+	fs.script["remove"] = faults[:2]
+	if err := s.Remove(ctx, "trajectories/x/chunks/part-00000001.json.zst"); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, err := fs.Store.Stat(ctx, "trajectories/x/chunks/part-00000001.json.zst"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("object still there after remove: %v", err)
+	}
+}
+
+func TestListRetryDeliversEachOnce(t *testing.T) {
+	ctx := context.Background()
+	fs := newFailingStore(t)
+	s := retry.Wrap(fs, fastPolicy)
+	for i := range 5 {
+		if err := s.Save(ctx, fmt.Sprintf("l/%d", i), store.Bytes("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.script["list"] = []fault{faultError, faultSlowDown}
+	var got []string
+	if err := s.List(ctx, "l/", func(fi store.FileInfo) error { got = append(got, fi.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[l/0 l/1 l/2 l/3 l/4]" {
+		t.Fatalf("listing through faults gave %q, want each key once", got)
+	}
+}
+
+func TestNoRetry(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		call func(s store.Store) error
+		want error
+	}{
+		{"not found", func(s store.Store) error { _, err := s.Stat(ctx, "missing"); return err }, store.ErrNotFound},
+		{"invalid key", func(s store.Store) error { return s.Save(ctx, "../x", store.Bytes("x")) }, store.ErrInvalidKey},
+		{"permanent from fn", func(s store.Store) error {
+			s.Save(ctx, "k", store.Bytes("x"))
+			return s.Load(ctx, "k", func(io.Reader) error { return store.Permanent(errBadData) })
+		}, errBadData},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := newFailingStore(t)
+			s := retry.Wrap(fs, fastPolicy)
+			start := time.Now()
+			err := c.call(s)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			for _, op := range []string{"load", "stat"} {
+				if n := fs.callCount(op); n > 1 {
+					t.Fatalf("%s called %d times, want at most once", op, n)
+				}
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("took %v: something was retried", d)
+			}
+		})
+	}
+}
+
+var errBadData = errors.New("bad data")
+
+func TestGivesUp(t *testing.T) {
+	fs := newFailingStore(t)
+	p := fastPolicy
+	p.MaxAttempts = 3
+	s := retry.Wrap(fs, p)
+	fs.script["save"] = []fault{faultSlowDown, faultSlowDown, faultSlowDown, faultSlowDown}
+	err := s.Save(context.Background(), "k", store.Bytes("x"))
+	if err == nil || !strings.Contains(err.Error(), "giving up after 3 attempts") || !strings.Contains(err.Error(), "SlowDown") {
+		t.Fatalf("got %v, want giving up after 3 attempts with the SlowDown cause", err)
+	}
+	if n := fs.callCount("save"); n != 3 {
+		t.Fatalf("save attempts = %d, want 3", n)
+	}
+}
+
+func TestCancelDuringBackoff(t *testing.T) {
+	fs := newFailingStore(t)
+	s := retry.Wrap(fs, retry.Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
+	fs.script["save"] = []fault{faultError, faultError}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := s.Save(ctx, "k", store.Bytes("x"))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the caller's deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("returned after %v: backoff ignored the context", d)
+	}
+}
+
+// TestNoLossUnderFaults saves many objects concurrently while every third
+// call fails in one of the four ways; every object must arrive intact.
+func TestNoLossUnderFaults(t *testing.T) {
+	ctx := context.Background()
+	fs := newFailingStore(t)
+	fs.rate = 1.0 / 3
+	s := retry.Wrap(fs, fastPolicy)
+	const n = 60
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.Save(ctx, fmt.Sprintf("obj/%03d", i), store.Bytes(fmt.Sprintf("content %d", i)))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("save under faults: %v", err)
+		}
+	}
+	fs.rate = 0
+	for i := range n {
+		var got string
+		err := s.Load(ctx, fmt.Sprintf("obj/%03d", i), func(r io.Reader) error {
+			b, err := io.ReadAll(r)
+			got = string(b)
+			return err
+		})
+		if err != nil || got != fmt.Sprintf("content %d", i) {
+			t.Fatalf("obj/%03d: %q, %v", i, got, err)
+		}
+	}
+	if fs.callCount("save") <= n {
+		t.Fatalf("only %d save calls for %d objects: no faults were injected", fs.callCount("save"), n)
+	}
+}
