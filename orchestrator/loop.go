@@ -1,0 +1,455 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/trace"
+)
+
+// LoopConfig configures the turn loop.
+type LoopConfig struct {
+	// RootSessionID is the session the loop prompts.
+	RootSessionID string
+	// RootSession is the root session's info, verbatim (written with the
+	// first part).
+	RootSession json.RawMessage
+	Task        *task.Task
+	// MaxParts is the part budget; the loop never records more.
+	MaxParts int
+	// StartPart and StartTurn are the parts and turns already recorded (0
+	// for a new trajectory).
+	StartPart, StartTurn int
+	// AbortGrace bounds how long the loop waits for the session to settle
+	// after an abort (default 15 s).
+	AbortGrace time.Duration
+	// ReconcileTimeout bounds the message listing after a turn (default 30 s).
+	ReconcileTimeout time.Duration
+	// MaxEmptyTurns ends the run (agent_error) after this many turns in a
+	// row without a counted part (default 3).
+	MaxEmptyTurns int
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Loop runs turns against an Agent and records every counted part: for each
+// part, in order, checkpoint → append to the trace (durable) → publish.
+type Loop struct {
+	cfg     LoopConfig
+	agent   Agent
+	repo    Checkpointer
+	writer  TraceWriter
+	pub     Publisher
+	rep     Reporter
+	capture *capture
+	tests   *testStatus
+	log     *slog.Logger
+	start   time.Time
+
+	parts, turns  int
+	turnFirstPart bool
+	turnPrompt    string
+	tokens        trace.Tokens
+	cost          float64
+	envoiErr      string
+	rootErr       string
+	aborted       bool
+}
+
+// Outcome is how the loop ended.
+type Outcome struct {
+	Reason string
+	Detail string
+	Parts  int
+	Turns  int
+	Tokens trace.Tokens
+	Cost   float64
+}
+
+// NewLoop wires a loop. rep may be nil.
+func NewLoop(cfg LoopConfig, agent Agent, repo Checkpointer, w TraceWriter, pub Publisher, rep Reporter) *Loop {
+	if cfg.AbortGrace <= 0 {
+		cfg.AbortGrace = 15 * time.Second
+	}
+	if cfg.ReconcileTimeout <= 0 {
+		cfg.ReconcileTimeout = 30 * time.Second
+	}
+	if cfg.MaxEmptyTurns <= 0 {
+		cfg.MaxEmptyTurns = 3
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if rep == nil {
+		rep = progress.Discard{}
+	}
+	l := &Loop{cfg: cfg, agent: agent, repo: repo, writer: w, pub: pub, rep: rep,
+		capture: newCapture(cfg.RootSessionID), tests: newTestStatus(cfg.Task.TestPaths),
+		log: cfg.Logger, parts: cfg.StartPart, turns: cfg.StartTurn}
+	if cfg.RootSession != nil {
+		l.capture.session(cfg.RootSession)
+	}
+	return l
+}
+
+// Observe feeds an earlier run_tests result into the test status (for a
+// resumed trajectory).
+func (l *Loop) Observe(c trace.EnvoiCall) { l.tests.observe(c) }
+
+// Tests returns the latest status of each required test path.
+func (l *Loop) Tests() []task.PathStatus { return l.tests.list() }
+
+// errFatal marks a failure of the recorder itself (disk, git): the run
+// cannot go on.
+type errFatal struct{ err error }
+
+func (e *errFatal) Error() string { return e.err.Error() }
+func (e *errFatal) Unwrap() error { return e.err }
+
+// Run prompts turn after turn until an end reason. A non-nil error means the
+// recorder itself failed (the trace could not be written or the workspace
+// not checkpointed); the Outcome still says how far it got.
+func (l *Loop) Run(ctx context.Context) (Outcome, error) {
+	l.start = l.cfg.Now()
+	prompt, err := l.cfg.Task.Prompt()
+	if err != nil {
+		return l.outcome("", ""), err
+	}
+	if l.cfg.StartTurn > 0 {
+		if prompt, err = l.cfg.Task.Continuation(l.turns+1, l.tests.list()); err != nil {
+			return l.outcome("", ""), err
+		}
+	}
+	emptyTurns := 0
+	for {
+		if l.parts >= l.cfg.MaxParts {
+			return l.outcome(trace.EndPartLimit, ""), nil
+		}
+		before := l.parts
+		reason, detail, err := l.turn(ctx, prompt)
+		if err != nil {
+			return l.outcome(trace.EndInterrupted, err.Error()), err
+		}
+		if reason != "" {
+			return l.outcome(reason, detail), nil
+		}
+		if ctx.Err() != nil {
+			reason, _ := l.stopReason(ctx, ctx.Err())
+			return l.outcome(reason, ""), nil
+		}
+		if l.tests.solved() {
+			return l.outcome(trace.EndSolved, ""), nil
+		}
+		if l.parts == before {
+			emptyTurns++
+			if emptyTurns >= l.cfg.MaxEmptyTurns {
+				return l.outcome(trace.EndAgentError,
+					fmt.Sprintf("no parts in %d turns in a row", emptyTurns)), nil
+			}
+		} else {
+			emptyTurns = 0
+		}
+		if prompt, err = l.cfg.Task.Continuation(l.turns+1, l.tests.list()); err != nil {
+			return l.outcome("", ""), err
+		}
+	}
+}
+
+func (l *Loop) outcome(reason, detail string) Outcome {
+	return Outcome{Reason: reason, Detail: detail, Parts: l.parts, Turns: l.turns, Tokens: l.tokens, Cost: l.cost}
+}
+
+// turn runs one turn: prompt, follow events until the root session is
+// idle, reconcile with the server's message list, close the turn.
+func (l *Loop) turn(ctx context.Context, prompt string) (reason, detail string, err error) {
+	l.turns++
+	l.turnFirstPart, l.turnPrompt = true, prompt
+	l.rootErr, l.aborted = "", false
+	l.capture.frozen = false
+	now := l.cfg.Now()
+	if err := l.writer.BeginTurn(trace.TurnStart{Turn: l.turns, Timestamp: trace.Timestamp(now), Prompt: prompt,
+		SessionID: l.cfg.RootSessionID}); err != nil {
+		return "", "", &errFatal{fmt.Errorf("begin turn %d: %w", l.turns, err)}
+	}
+	l.report(progress.Event{Type: progress.TurnStarted, Turn: l.turns, Part: l.parts})
+
+	if err := l.agent.Prompt(ctx, l.cfg.RootSessionID, prompt); err != nil {
+		reason, detail = l.stopReason(ctx, fmt.Errorf("prompt turn %d: %w", l.turns, err))
+	} else {
+		reason, detail, err = l.follow(ctx)
+		if err != nil {
+			return "", "", err
+		}
+	}
+	if reason != trace.EndAgentError || l.rootErr != "" {
+		if err := l.reconcile(ctx); err != nil {
+			return "", "", err
+		}
+	}
+	if reason == "" && l.parts >= l.cfg.MaxParts {
+		reason = trace.EndPartLimit
+	}
+	if reason == "" && l.envoiErr != "" {
+		reason, detail = trace.EndEnvoiError, l.envoiErr
+	}
+	if reason == "" && l.rootErr != "" {
+		reason, detail = trace.EndAgentError, l.rootErr
+	}
+	trailing, tok, cost := l.capture.trailing()
+	l.tokens.Add(tok)
+	l.cost += cost
+	if err := l.writer.EndTurn(trace.TurnEnd{EndedAt: trace.Timestamp(l.cfg.Now()), TrailingParts: trailing}); err != nil {
+		return "", "", &errFatal{fmt.Errorf("end turn %d: %w", l.turns, err)}
+	}
+	l.report(progress.Event{Type: progress.TurnEnded, Turn: l.turns, Part: l.parts})
+	return reason, detail, nil
+}
+
+// stopReason maps an error from the agent to an end reason.
+func (l *Loop) stopReason(ctx context.Context, err error) (string, string) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return trace.EndTimeout, ""
+	case ctx.Err() != nil:
+		return trace.EndInterrupted, ""
+	}
+	return trace.EndAgentError, err.Error()
+}
+
+// follow reads events until the root session goes idle after the prompt,
+// recording parts as they complete. It returns an end reason, or "" when
+// the turn finished normally.
+func (l *Loop) follow(ctx context.Context) (string, string, error) {
+	root := l.cfg.RootSessionID
+	active := false
+	for {
+		err := ctx.Err()
+		var ev Event
+		if err == nil {
+			ev, err = l.agent.Next(ctx)
+		}
+		if err != nil {
+			reason, detail := l.stopReason(ctx, err)
+			if reason != trace.EndAgentError {
+				if err := l.abortAndSettle(ctx); err != nil {
+					return "", "", err
+				}
+			}
+			return reason, detail, nil
+		}
+		switch ev.Kind {
+		case EventStatus:
+			if ev.SessionID != root {
+				continue
+			}
+			if ev.Busy {
+				active = true
+			} else if active {
+				return "", "", nil
+			}
+			continue
+		case EventError:
+			if ev.SessionID == root || ev.SessionID == "" {
+				active = true
+				if !l.aborted {
+					l.rootErr = ev.Detail
+					if l.rootErr == "" {
+						l.rootErr = "agent server reported an error: " + string(ev.Data)
+					}
+				}
+			}
+			continue
+		case EventMessage, EventPart:
+			if ev.SessionID == root || ev.SessionID == "" {
+				active = true
+			}
+		}
+		l.capture.handle(ev)
+		stop, err := l.recordReady(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		if stop != "" {
+			if err := l.abortAndSettle(ctx); err != nil {
+				return "", "", err
+			}
+			return stop, l.envoiErr, nil
+		}
+	}
+}
+
+// recordReady records every ready part while the budget allows. It
+// returns an end reason when the run must stop (budget reached, environment
+// failed).
+func (l *Loop) recordReady(ctx context.Context) (string, error) {
+	for {
+		if l.parts >= l.cfg.MaxParts {
+			l.capture.frozen = true
+			return trace.EndPartLimit, nil
+		}
+		p := l.capture.next()
+		if p == nil {
+			return "", nil
+		}
+		if err := l.record(ctx, p); err != nil {
+			return "", err
+		}
+		if l.envoiErr != "" {
+			l.capture.frozen = true
+			return trace.EndEnvoiError, nil
+		}
+	}
+}
+
+// record writes one counted part: checkpoint → append (durable) → publish.
+// It runs to the end even when ctx is cancelled, so an interrupted run
+// never leaves a half-recorded part.
+func (l *Loop) record(ctx context.Context, p *pending) error {
+	ctx = context.WithoutCancel(ctx)
+	n := l.parts + 1
+	rc, err := l.repo.Checkpoint(ctx, n)
+	if err != nil {
+		return &errFatal{fmt.Errorf("checkpoint part %d: %w", n, err)}
+	}
+	now := trace.Timestamp(l.cfg.Now())
+	f := l.capture.flush()
+	rec := &trace.Part{
+		Part:           n,
+		Timestamp:      now,
+		MessageID:      p.info.MessageID,
+		Sessions:       orEmpty(f.sessions),
+		SessionIDs:     f.sessionIDs,
+		NewMessages:    orEmpty(f.messages),
+		EnvoiCalls:     []trace.EnvoiCall{},
+		RepoCheckpoint: &rc,
+		GitCommit:      rc.CommitAfter,
+		SessionID:      p.info.SessionID,
+		PartID:         p.info.ID,
+		PartType:       p.info.Type,
+		Tool:           p.info.Tool,
+		Content:        p.raw,
+		OtherParts:     f.others,
+	}
+	if l.turnFirstPart {
+		rec.Prompt = l.turnPrompt
+		l.turnFirstPart = false
+	}
+	if f.hasUsage {
+		tok, cost := f.tokens, f.cost
+		rec.Tokens, rec.Cost = &tok, &cost
+		l.tokens.Add(tok)
+		l.cost += cost
+	}
+	var tests []progress.TestStatus
+	if p.info.Type == "tool" && isRunTests(p.info.Tool) {
+		call := envoiCall(&p.info, now)
+		rec.EnvoiCalls = append(rec.EnvoiCalls, call)
+		st := l.tests.observe(call)
+		tests = append(tests, progress.TestStatus{Path: st.Path, Passed: st.Passed, Failed: st.Failed,
+			Total: st.Total, Error: st.Error})
+		if call.StatusCode >= 500 {
+			l.envoiErr = fmt.Sprintf("run_tests %s failed in the environment (status %d)", call.Path, call.StatusCode)
+			if call.Error != nil {
+				l.envoiErr += ": " + *call.Error
+			}
+		}
+	}
+	if err := l.writer.AppendPart(rec); err != nil {
+		return &errFatal{fmt.Errorf("append part %d: %w", n, err)}
+	}
+	l.parts = n
+	if err := l.pub.PartRecorded(ctx, rec); err != nil {
+		// Publishing is best effort here; the final upload repeats it.
+		l.log.Warn("publish part", "part", n, "err", err)
+	}
+	l.report(progress.Event{Type: progress.PartDone, Part: n, MaxParts: l.cfg.MaxParts, Turn: l.turns,
+		SessionID: rec.SessionID, PartType: rec.PartType, Tool: rec.Tool, Committed: rc.Committed,
+		GitCommit: rc.CommitAfter, TokensTotal: l.tokens.Total(), Cost: l.cost})
+	for i := range tests {
+		l.report(progress.Event{Type: progress.Tests, Part: n, Turn: l.turns, Tests: &tests[i]})
+	}
+	return nil
+}
+
+func orEmpty(s []json.RawMessage) []json.RawMessage {
+	if s == nil {
+		return []json.RawMessage{}
+	}
+	return s
+}
+
+// abortAndSettle aborts the root session and keeps reading events until it
+// is idle or AbortGrace passes. Everything that arrives is kept (frozen: not
+// counted) and ends up in the turn's trailing parts.
+func (l *Loop) abortAndSettle(ctx context.Context) error {
+	l.capture.frozen = true
+	l.aborted = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.AbortGrace)
+	defer cancel()
+	if err := l.agent.Abort(ctx, l.cfg.RootSessionID); err != nil {
+		l.log.Warn("abort session", "session", l.cfg.RootSessionID, "err", err)
+	}
+	for {
+		ev, err := l.agent.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				l.log.Debug("settle after abort", "err", err)
+			}
+			return nil
+		}
+		if ev.Kind == EventStatus && ev.SessionID == l.cfg.RootSessionID && !ev.Busy {
+			return nil
+		}
+		l.capture.handle(ev)
+	}
+}
+
+// reconcile lists the session family's messages once the turn settled and
+// handles anything the event stream missed, as if it had arrived last.
+func (l *Loop) reconcile(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ReconcileTimeout)
+	defer cancel()
+	snap, err := l.agent.Snapshot(ctx, l.cfg.RootSessionID)
+	if err != nil {
+		l.log.Warn("list messages after turn", "turn", l.turns, "err", err)
+		return nil
+	}
+	for _, s := range snap {
+		l.capture.session(s.Info)
+		for _, m := range s.Messages {
+			l.capture.message(m.Info)
+			for _, p := range m.Parts {
+				l.capture.part(p)
+			}
+		}
+	}
+	if l.capture.frozen {
+		return nil
+	}
+	stop, err := l.recordReady(ctx)
+	if err != nil {
+		return err
+	}
+	if stop != "" {
+		l.capture.frozen = true
+	}
+	return nil
+}
+
+func (l *Loop) report(ev progress.Event) {
+	ev.Time = l.cfg.Now()
+	if !l.start.IsZero() {
+		ev.ElapsedMs = ev.Time.Sub(l.start).Milliseconds()
+	}
+	l.rep.Report(ev)
+}

@@ -1,0 +1,450 @@
+package orchestrator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/agenttest"
+	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/gitstate"
+)
+
+// published collects what the loop handed to the publisher, in order.
+type published struct{ parts []int }
+
+func (p *published) PartRecorded(_ context.Context, rec *trace.Part) error {
+	p.parts = append(p.parts, rec.Part)
+	return nil
+}
+
+// harness runs a Loop over an in-memory agent with the real trace writer
+// and the real git checkpointer.
+type harness struct {
+	t         *testing.T
+	b         *agenttest.Builder
+	root      string
+	workspace string
+	tracePath string
+	pub       *published
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	b := agenttest.NewBuilder()
+	return &harness{t: t, b: b, root: b.SessionID(), workspace: filepath.Join(dir, "workspace"),
+		tracePath: filepath.Join(dir, "agent_trace.json"), pub: &published{}}
+}
+
+// write returns a side effect writing a workspace file.
+func (h *harness) write(name, content string) func() error {
+	return func() error {
+		p := filepath.Join(h.workspace, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte(content), 0o644)
+	}
+}
+
+func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int) (orchestrator.Outcome, *trace.Trace) {
+	h.t.Helper()
+	repo, err := gitstate.Init(ctx, h.workspace, gitstate.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	tk, err := task.Load("testdata/tasks/mini")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	w, err := trace.Create(h.tracePath, trace.Header{TrajectoryID: "t1", SessionID: h.root, Agent: "opencode",
+		AgentModel: "test/model", StartedAt: trace.Timestamp(time.Now())}, trace.WriterOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer w.Close()
+	root := h.b.Session(h.root, "")
+	loop := orchestrator.NewLoop(orchestrator.LoopConfig{RootSessionID: h.root, RootSession: root.Event.Data,
+		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second}, agent, repo, w, h.pub, nil)
+	out, err := loop.Run(ctx)
+	if err != nil {
+		h.t.Fatalf("loop: %v", err)
+	}
+	if err := w.Finish(trace.SessionEnd{Reason: out.Reason, Detail: out.Detail}, map[string]string{}); err != nil {
+		h.t.Fatal(err)
+	}
+	raw, err := os.ReadFile(h.tracePath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
+		h.t.Fatalf("trace does not validate: %v", probs)
+	}
+	tr, err := trace.Read(bytes.NewReader(raw))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out, tr
+}
+
+func allParts(tr *trace.Trace) []trace.Part {
+	var out []trace.Part
+	for _, t := range tr.Turns {
+		out = append(out, t.Parts...)
+	}
+	return out
+}
+
+func field(t *testing.T, raw json.RawMessage, key string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	s, _ := m[key].(string)
+	return s
+}
+
+// idsInTrace counts every server object id written anywhere in the trace.
+func idsInTrace(t *testing.T, tr *trace.Trace) map[string]int {
+	seen := map[string]int{}
+	add := func(raws ...json.RawMessage) {
+		for _, r := range raws {
+			seen[field(t, r, "id")]++
+		}
+	}
+	for _, turn := range tr.Turns {
+		for _, p := range turn.Parts {
+			add(p.Content)
+			add(p.OtherParts...)
+			add(p.NewMessages...)
+			add(p.Sessions...)
+		}
+		add(turn.TrailingParts...)
+	}
+	return seen
+}
+
+// checkNothingLost asserts every object the agent server holds appears in
+// the trace exactly once.
+func checkNothingLost(t *testing.T, agent *agenttest.Agent, root string, tr *trace.Trace) {
+	t.Helper()
+	seen := idsInTrace(t, tr)
+	snap, err := agent.Snapshot(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snap {
+		want := []json.RawMessage{s.Info}
+		for _, m := range s.Messages {
+			want = append(want, m.Info)
+			want = append(want, m.Parts...)
+		}
+		for _, w := range want {
+			if id := field(t, w, "id"); seen[id] != 1 {
+				t.Errorf("object %s appears %d times in the trace, want once", id, seen[id])
+			}
+		}
+	}
+}
+
+func TestLoopRecordsPartsInOrder(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	var turn1 agenttest.Turn
+	m1, it := b.Message(root, "assistant")
+	turn1 = append(turn1, it, b.StepStart(root, m1))
+	turn1 = append(turn1, b.Reasoning(root, m1, "plan the lexer")...)
+	write := b.Tool(root, m1, "write", map[string]any{"filePath": "main.rs"}, "wrote")
+	write[len(write)-1].Before = h.write("main.rs", "fn main() {}\n")
+	turn1 = append(turn1, write...)
+	turn1 = append(turn1, b.RunTests(root, m1, "basics/smoke", 3, 2)...)
+	turn1 = append(turn1, b.StepFinish(root, m1, 100, 20, 0.5))
+	m2, it := b.Message(root, "assistant")
+	turn1 = append(turn1, it, b.StepStart(root, m2))
+	turn1 = append(turn1, b.Text(root, m2, "lexer written")...)
+	turn1 = append(turn1, b.StepFinish(root, m2, 50, 10, 0.25))
+
+	var turn2 agenttest.Turn
+	m3, it := b.Message(root, "assistant")
+	turn2 = append(turn2, it)
+	edit := b.Tool(root, m3, "edit", map[string]any{"filePath": "main.rs"}, "edited")
+	edit[len(edit)-1].Before = h.write("main.rs", "fn main() { println!(\"cc\"); }\n")
+	turn2 = append(turn2, edit...)
+	turn2 = append(turn2, b.RunTests(root, m3, "basics/smoke", 5, 0)...)
+	turn2 = append(turn2, b.RunTests(root, m3, "basics/expressions", 4, 0)...)
+	turn2 = append(turn2, b.StepFinish(root, m3, 70, 5, 0.125))
+
+	agent := agenttest.New(b, turn1, turn2)
+	out, tr := h.run(context.Background(), agent, 100)
+
+	if out.Reason != trace.EndSolved {
+		t.Fatalf("reason = %s (%s), want solved", out.Reason, out.Detail)
+	}
+	parts := allParts(tr)
+	wantTypes := []string{"reasoning", "tool", "tool", "text", "tool", "tool", "tool"}
+	if len(parts) != len(wantTypes) || out.Parts != len(wantTypes) || out.Turns != 2 {
+		t.Fatalf("got %d parts (outcome %d parts, %d turns), want %d parts in 2 turns", len(parts), out.Parts, out.Turns, len(wantTypes))
+	}
+	for i, p := range parts {
+		if p.Part != i+1 || p.PartType != wantTypes[i] {
+			t.Errorf("part %d: index %d type %s, want %d %s", i, p.Part, p.PartType, i+1, wantTypes[i])
+		}
+		if p.SessionID != root || p.GitCommit == "" || p.RepoCheckpoint == nil {
+			t.Errorf("part %d: session %q commit %q checkpoint %v", p.Part, p.SessionID, p.GitCommit, p.RepoCheckpoint)
+		}
+		if p.RepoCheckpoint.Committed != (p.Part == 2 || p.Part == 5) {
+			t.Errorf("part %d: committed = %v", p.Part, p.RepoCheckpoint.Committed)
+		}
+	}
+	if c := parts[1].RepoCheckpoint; c.CommitBefore == c.CommitAfter || len(c.ChangedFiles) != 1 || c.ChangedFiles[0] != "main.rs" {
+		t.Errorf("part 2 checkpoint = %+v, want a commit of main.rs", c)
+	}
+	if parts[2].GitCommit != parts[1].GitCommit {
+		t.Errorf("part 3 git_commit %s, want the effective commit %s", parts[2].GitCommit, parts[1].GitCommit)
+	}
+	// run_tests results are recorded in the part that completed them.
+	for _, c := range []struct {
+		part int
+		path string
+	}{{3, "basics/smoke"}, {6, "basics/smoke"}, {7, "basics/expressions"}} {
+		calls := parts[c.part-1].EnvoiCalls
+		if len(calls) != 1 || calls[0].Path != c.path || calls[0].StatusCode != 200 || !strings.Contains(string(calls[0].Result), `"passed"`) {
+			t.Errorf("part %d envoi_calls = %+v, want one %s call with its result", c.part, calls, c.path)
+		}
+	}
+	for _, p := range parts {
+		if p.Part != 3 && p.Part != 6 && p.Part != 7 && len(p.EnvoiCalls) != 0 {
+			t.Errorf("part %d has envoi calls %v", p.Part, p.EnvoiCalls)
+		}
+	}
+	// Prompts: the turn prompt on the first part of each turn; the
+	// continuation lists the unsolved path first.
+	prompts := agent.Prompts()
+	if len(prompts) != 2 || parts[0].Prompt != prompts[0] || parts[4].Prompt != prompts[1] || parts[1].Prompt != "" {
+		t.Errorf("prompts %q; part prompts %q, %q", prompts, parts[0].Prompt, parts[4].Prompt)
+	}
+	if !strings.Contains(prompts[1], "basics/expressions: not run yet") || !strings.Contains(prompts[1], "basics/smoke: 3/5 passed") {
+		t.Errorf("continuation prompt does not report the test status:\n%s", prompts[1])
+	}
+	// Usage of step-finish parts lands on the next counted part.
+	if p := parts[3]; p.Tokens == nil || p.Tokens.Input != 100 || *p.Cost != 0.5 {
+		t.Errorf("part 4 tokens %+v cost %v, want the first message's usage", p.Tokens, p.Cost)
+	}
+	if out.Tokens.Input != 220 || out.Cost != 0.875 {
+		t.Errorf("outcome tokens %+v cost %v, want input 220 cost 0.875", out.Tokens, out.Cost)
+	}
+	// Turn bookkeeping.
+	if t0 := tr.Turns[0]; *t0.PartStart != 1 || *t0.PartEnd != 4 || t0.Prompt != prompts[0] {
+		t.Errorf("turn 1: parts %d..%d", *t0.PartStart, *t0.PartEnd)
+	}
+	if got := h.pub.parts; len(got) != 7 || got[0] != 1 || got[6] != 7 {
+		t.Errorf("published parts %v, want 1..7", got)
+	}
+	// The first part carries the root session and the first messages.
+	if len(parts[0].Sessions) != 1 || field(t, parts[0].Sessions[0], "id") != root {
+		t.Errorf("part 1 sessions = %s", parts[0].Sessions)
+	}
+	if len(parts[0].NewMessages) != 2 { // the user prompt and the first answer
+		t.Errorf("part 1 new_messages = %d, want 2", len(parts[0].NewMessages))
+	}
+	checkNothingLost(t, agent, root, tr)
+}
+
+func TestLoopSubAgentParts(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	child := b.SessionID()
+	var turn agenttest.Turn
+	m1, it := b.Message(root, "assistant")
+	turn = append(turn, it)
+	task := b.ToolRunning(root, m1, "task", map[string]any{"prompt": "write tests"})
+	turn = append(turn, task, b.Session(child, root))
+	cm, it := b.Message(child, "assistant")
+	turn = append(turn, it)
+	turn = append(turn, b.Text(child, cm, "sub-agent at work")...)
+	turn = append(turn, b.Tool(child, cm, "bash", map[string]any{"command": "ls"}, "main.rs")...)
+	turn = append(turn, b.Text(root, m1, "the sub-agent is done")...)
+	agent := agenttest.New(b, turn)
+	out, tr := h.run(context.Background(), agent, 100)
+	if out.Reason != trace.EndAgentError {
+		t.Errorf("reason %s, want agent_error after empty turns", out.Reason)
+	}
+	parts := allParts(tr)
+	if len(parts) != 3 {
+		t.Fatalf("%d parts, want 3", len(parts))
+	}
+	if parts[0].SessionID != child || parts[1].SessionID != child || parts[2].SessionID != root {
+		t.Errorf("sessions %s %s %s, want child, child, root", parts[0].SessionID, parts[1].SessionID, parts[2].SessionID)
+	}
+	if len(parts[0].SessionIDs) != 2 || parts[0].SessionIDs[1] != child {
+		t.Errorf("session_ids = %v", parts[0].SessionIDs)
+	}
+	var got []string
+	for _, s := range parts[0].Sessions {
+		got = append(got, field(t, s, "id"))
+	}
+	if len(got) != 2 || got[1] != child {
+		t.Errorf("part 1 sessions %v, want root and child", got)
+	}
+	checkNothingLost(t, agent, root, tr)
+}
+
+func TestLoopPartBudget(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	var turn agenttest.Turn
+	m, it := b.Message(root, "assistant")
+	turn = append(turn, it)
+	for i := range 10 {
+		turn = append(turn, b.Text(root, m, strings.Repeat("x", i+2))...)
+	}
+	agent := agenttest.New(b, turn)
+	agent.AfterAbort = 3 // still delivered after the abort: one part, half another
+	out, tr := h.run(context.Background(), agent, 7)
+	if out.Reason != trace.EndPartLimit || out.Parts != 7 {
+		t.Fatalf("reason %s parts %d, want part_limit at 7", out.Reason, out.Parts)
+	}
+	parts := allParts(tr)
+	if len(parts) != 7 || parts[6].Part != 7 {
+		t.Fatalf("%d parts recorded, want exactly 7", len(parts))
+	}
+	if agent.Aborts() != 1 {
+		t.Errorf("aborts = %d, want 1", agent.Aborts())
+	}
+	last := tr.Turns[len(tr.Turns)-1]
+	var trailingText int
+	for _, raw := range last.TrailingParts {
+		if field(t, raw, "type") == "text" {
+			trailingText++
+		}
+	}
+	// The 8th part completed (after the budget) and the 9th started: both
+	// kept, uncounted.
+	if trailingText != 2 {
+		t.Errorf("trailing text parts = %d, want 2: %s", trailingText, last.TrailingParts)
+	}
+	if len(agent.Prompts()) != 1 {
+		t.Errorf("prompts = %d, want 1", len(agent.Prompts()))
+	}
+	checkNothingLost(t, agent, root, tr)
+}
+
+func TestLoopReconcilesMissedEvents(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	var turn agenttest.Turn
+	m, it := b.Message(root, "assistant")
+	turn = append(turn, it)
+	turn = append(turn, b.Text(root, m, "seen")...)
+	missed := b.Text(root, m, "the stream missed my end")
+	missed[1].Hidden = true
+	turn = append(turn, missed...)
+	hidden := b.Tool(root, m, "bash", map[string]any{"command": "true"}, "")
+	for i := range hidden {
+		hidden[i].Hidden = true
+	}
+	turn = append(turn, hidden...)
+	agent := agenttest.New(b, turn)
+	_, tr := h.run(context.Background(), agent, 100)
+	parts := allParts(tr)
+	if len(parts) != 3 || parts[1].PartType != "text" || parts[2].PartType != "tool" {
+		t.Fatalf("parts %d, want the seen text then the two missed parts from the message list", len(parts))
+	}
+	if !strings.Contains(string(parts[1].Content), `"end"`) {
+		t.Errorf("reconciled part is not the completed version: %s", parts[1].Content)
+	}
+	checkNothingLost(t, agent, root, tr)
+}
+
+func TestLoopEndReasons(t *testing.T) {
+	tests := []struct {
+		name   string
+		turn   func(h *harness, cancel context.CancelFunc) agenttest.Turn
+		setup  func(a *agenttest.Agent)
+		ctx    func() (context.Context, context.CancelFunc)
+		reason string
+		parts  int
+	}{
+		{
+			name: "root session error",
+			turn: func(h *harness, _ context.CancelFunc) agenttest.Turn {
+				m, it := h.b.Message(h.root, "assistant")
+				return append(append(agenttest.Turn{it}, h.b.Text(h.root, m, "hello")...), h.b.Error(h.root, "provider exploded"))
+			},
+			reason: trace.EndAgentError, parts: 1,
+		},
+		{
+			name: "server gone",
+			turn: func(h *harness, _ context.CancelFunc) agenttest.Turn {
+				m, it := h.b.Message(h.root, "assistant")
+				return append(agenttest.Turn{it}, h.b.Text(h.root, m, "hello")...)
+			},
+			setup:  func(a *agenttest.Agent) { a.GoneAfter = 6 },
+			reason: trace.EndAgentError, parts: 1,
+		},
+		{
+			name: "environment error",
+			turn: func(h *harness, _ context.CancelFunc) agenttest.Turn {
+				m, it := h.b.Message(h.root, "assistant")
+				items := h.b.Tool(h.root, m, "tests_run_tests", map[string]any{"test_path": "basics"},
+					`{"path":"basics","timestamp":"x","duration_ms":1,"status_code":500,"error":"runner crashed","result":null}`)
+				return append(append(agenttest.Turn{it}, items...), h.b.Text(h.root, m, "after")...)
+			},
+			reason: trace.EndEnvoiError, parts: 1,
+		},
+		{
+			name: "interrupted",
+			turn: func(h *harness, cancel context.CancelFunc) agenttest.Turn {
+				m, it := h.b.Message(h.root, "assistant")
+				text := h.b.Text(h.root, m, "hello")
+				text[1].Before = func() error { cancel(); return nil }
+				return append(agenttest.Turn{it}, text...)
+			},
+			reason: trace.EndInterrupted, parts: 1,
+		},
+		{
+			name: "timeout",
+			turn: func(h *harness, _ context.CancelFunc) agenttest.Turn {
+				m, it := h.b.Message(h.root, "assistant")
+				text := h.b.Text(h.root, m, "hello")
+				slow := h.b.Text(h.root, m, "slow")
+				slow[0].Before = func() error { time.Sleep(300 * time.Millisecond); return nil }
+				return append(append(agenttest.Turn{it}, text...), slow...)
+			},
+			ctx:    func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 150*time.Millisecond) },
+			reason: trace.EndTimeout, parts: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.ctx != nil {
+				ctx, cancel = tt.ctx()
+			}
+			defer cancel()
+			agent := agenttest.New(h.b, tt.turn(h, cancel))
+			if tt.setup != nil {
+				tt.setup(agent)
+			}
+			out, tr := h.run(ctx, agent, 100)
+			if out.Reason != tt.reason || out.Parts != tt.parts || len(allParts(tr)) != tt.parts {
+				t.Errorf("reason %s (%s) with %d parts, want %s with %d", out.Reason, out.Detail, out.Parts, tt.reason, tt.parts)
+			}
+			if tt.reason == trace.EndAgentError || tt.reason == trace.EndEnvoiError {
+				if out.Detail == "" {
+					t.Error("no detail for an error end")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/trace"
+)
+
+// isRunTests reports whether a tool name is the environment's run_tests
+// tool as OpenCode exposes MCP tools ("<server>_<tool>").
+func isRunTests(tool string) bool {
+	return tool == "run_tests" || strings.HasSuffix(tool, "_run_tests")
+}
+
+// envoiCall builds the record of a completed run_tests tool part: the
+// tool's JSON answer when it gave one, otherwise the error it reported.
+func envoiCall(p *partInfo, ts string) trace.EnvoiCall {
+	call := trace.EnvoiCall{CallID: p.CallID, Timestamp: ts}
+	var in struct {
+		TestPath string `json:"test_path"`
+		Path     string `json:"path"`
+	}
+	if p.State != nil {
+		_ = json.Unmarshal(p.State.Input, &in)
+	}
+	call.Path = in.TestPath
+	if call.Path == "" {
+		call.Path = in.Path
+	}
+	if p.State == nil {
+		msg := "tool part has no state"
+		call.Error = &msg
+		return call
+	}
+	if p.State.Status == "error" {
+		var msg string
+		if json.Unmarshal(p.State.Error, &msg) != nil {
+			msg = string(p.State.Error)
+		}
+		call.Error = &msg
+		return call
+	}
+	var output string
+	if json.Unmarshal(p.State.Output, &output) != nil {
+		output = string(p.State.Output)
+	}
+	var got trace.EnvoiCall
+	if err := json.Unmarshal([]byte(strings.TrimSpace(output)), &got); err != nil || got.Path == "" && got.Result == nil {
+		msg := "run_tests answer is not the expected JSON: " + truncate(output, 300)
+		call.Error = &msg
+		return call
+	}
+	got.CallID = p.CallID
+	if got.Timestamp == "" {
+		got.Timestamp = ts
+	}
+	if got.Path == "" {
+		got.Path = call.Path
+	}
+	return got
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// resultCounts reads the pass/fail counts of a run_tests result.
+type resultCounts struct {
+	Passed int `json:"passed"`
+	Failed int `json:"failed"`
+	Total  int `json:"total"`
+}
+
+// testStatus is the latest run_tests result of each required test path.
+type testStatus struct {
+	paths  []string
+	latest map[string]task.PathStatus
+}
+
+func newTestStatus(paths []string) *testStatus {
+	return &testStatus{paths: paths, latest: map[string]task.PathStatus{}}
+}
+
+// observe records a call; it returns the call's status in brief.
+func (s *testStatus) observe(c trace.EnvoiCall) task.PathStatus {
+	st := task.PathStatus{Path: c.Path, Seen: true}
+	if c.Error != nil && *c.Error != "" {
+		st.Error = *c.Error
+	} else {
+		var rc resultCounts
+		if err := json.Unmarshal(c.Result, &rc); err != nil {
+			st.Error = "unreadable result"
+		} else {
+			st.Passed, st.Failed, st.Total = rc.Passed, rc.Failed, rc.Total
+		}
+	}
+	s.latest[c.Path] = st
+	return st
+}
+
+// list returns the status of every required path, in task order.
+func (s *testStatus) list() []task.PathStatus {
+	out := make([]task.PathStatus, len(s.paths))
+	for i, p := range s.paths {
+		if st, ok := s.latest[p]; ok {
+			out[i] = st
+		} else {
+			out[i] = task.PathStatus{Path: p}
+		}
+	}
+	return out
+}
+
+// solved reports whether every required path passed in its latest run.
+func (s *testStatus) solved() bool {
+	for _, st := range s.list() {
+		if !st.Solved() {
+			return false
+		}
+	}
+	return len(s.paths) > 0
+}

@@ -1,0 +1,233 @@
+// Package task resolves what a trajectory asks of the agent: the prompt, the
+// test environment that scores it and the test paths that must pass. Tasks
+// are built in (embedded) or read from a folder with the same files.
+//
+// A task folder holds:
+//
+//	task.json   {"name": "…", "description": "…", "environment": "c-compiler",
+//	             "test_paths": ["basics", …], "prompt": "prompt.md"}
+//	prompt.md   the first prompt, a text/template: {{.Name}}, {{.TestPaths}}
+//	continue.md optional continuation prompt template: {{.Name}}, {{.TestPaths}},
+//	            {{.Status}} (one line per required test path, unsolved first),
+//	            {{.Turn}} (the turn about to start)
+//
+// "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
+package task
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+)
+
+//go:embed builtin
+var builtinFS embed.FS
+
+// Task is a resolved task.
+type Task struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Environment string   `json:"environment"`
+	TestPaths   []string `json:"test_paths"`
+	// PromptFile names the prompt template inside the task folder.
+	PromptFile string `json:"prompt,omitempty"`
+	// Source is "builtin:<name>" or the folder the task was read from.
+	Source string `json:"-"`
+
+	prompt       *template.Template
+	continuation *template.Template
+}
+
+// ErrUnknown is returned for a name that is neither a built-in task nor a folder.
+var ErrUnknown = errors.New("unknown task")
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// Builtin lists the built-in task names.
+func Builtin() []string {
+	entries, _ := builtinFS.ReadDir("builtin")
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load resolves ref: a built-in task name, or a path to a task folder (a
+// ref containing a path separator or naming an existing folder).
+func Load(ref string) (*Task, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("load task: empty task reference")
+	}
+	if !strings.ContainsRune(ref, filepath.Separator) && nameRE.MatchString(ref) {
+		if sub, err := fs.Sub(builtinFS, path.Join("builtin", ref)); err == nil {
+			if _, err := fs.Stat(sub, "task.json"); err == nil {
+				return load(sub, "builtin:"+ref)
+			}
+		}
+	}
+	st, err := os.Stat(ref)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("load task %q: %w (built-in tasks: %s; or give a task folder)",
+			ref, ErrUnknown, strings.Join(Builtin(), ", "))
+	}
+	abs, err := filepath.Abs(ref)
+	if err != nil {
+		return nil, fmt.Errorf("load task %q: %w", ref, err)
+	}
+	return load(os.DirFS(abs), abs)
+}
+
+func load(fsys fs.FS, source string) (*Task, error) {
+	raw, err := fs.ReadFile(fsys, "task.json")
+	if err != nil {
+		return nil, fmt.Errorf("load task %s: %w", source, err)
+	}
+	var t Task
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("load task %s: task.json: %w", source, err)
+	}
+	t.Source = source
+	if err := t.validate(); err != nil {
+		return nil, fmt.Errorf("load task %s: %w", source, err)
+	}
+	if t.PromptFile == "" {
+		t.PromptFile = "prompt.md"
+	}
+	t.prompt, err = parseTemplate(fsys, t.PromptFile)
+	if err != nil {
+		return nil, fmt.Errorf("load task %s: %w", source, err)
+	}
+	if _, err := fs.Stat(fsys, "continue.md"); err == nil {
+		t.continuation, err = parseTemplate(fsys, "continue.md")
+		if err != nil {
+			return nil, fmt.Errorf("load task %s: %w", source, err)
+		}
+	}
+	return &t, nil
+}
+
+func (t *Task) validate() error {
+	if !nameRE.MatchString(t.Name) {
+		return fmt.Errorf("task.json: name %q: want lower-case letters, digits, '.', '_' or '-'", t.Name)
+	}
+	if t.Environment == "" {
+		return errors.New("task.json: environment is required")
+	}
+	if len(t.TestPaths) == 0 {
+		return errors.New("task.json: test_paths must list at least one test path")
+	}
+	seen := map[string]bool{}
+	for _, p := range t.TestPaths {
+		if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "..") || strings.ContainsAny(p, "\\\x00") {
+			return fmt.Errorf("task.json: bad test path %q", p)
+		}
+		if seen[p] {
+			return fmt.Errorf("task.json: test path %q listed twice", p)
+		}
+		seen[p] = true
+	}
+	if t.PromptFile != "" && (!fs.ValidPath(t.PromptFile) || strings.Contains(t.PromptFile, "/")) {
+		return fmt.Errorf("task.json: prompt %q must be a file name inside the task folder", t.PromptFile)
+	}
+	return nil
+}
+
+func parseTemplate(fsys fs.FS, name string) (*template.Template, error) {
+	raw, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	return tmpl, nil
+}
+
+// Prompt renders the first prompt.
+func (t *Task) Prompt() (string, error) {
+	var b strings.Builder
+	if err := t.prompt.Execute(&b, struct {
+		Name      string
+		TestPaths []string
+	}{t.Name, t.TestPaths}); err != nil {
+		return "", fmt.Errorf("render prompt of task %s: %w", t.Name, err)
+	}
+	return b.String(), nil
+}
+
+// PathStatus is the latest known result of one required test path.
+type PathStatus struct {
+	Path   string
+	Seen   bool // a run_tests result for this path exists
+	Passed int
+	Failed int
+	Total  int
+	Error  string
+}
+
+// Solved reports whether every test of the path passed in its latest run.
+func (s PathStatus) Solved() bool {
+	return s.Seen && s.Error == "" && s.Total > 0 && s.Failed == 0 && s.Passed == s.Total
+}
+
+// String is one line for a continuation prompt.
+func (s PathStatus) String() string {
+	switch {
+	case !s.Seen:
+		return fmt.Sprintf("- %s: not run yet", s.Path)
+	case s.Error != "":
+		return fmt.Sprintf("- %s: error: %s", s.Path, s.Error)
+	case s.Solved():
+		return fmt.Sprintf("- %s: solved (%d/%d passed)", s.Path, s.Passed, s.Total)
+	default:
+		return fmt.Sprintf("- %s: %d/%d passed, %d failing", s.Path, s.Passed, s.Total, s.Failed)
+	}
+}
+
+// Continuation renders the prompt for a later turn from the latest status
+// of each required test path, unsolved paths first.
+func (t *Task) Continuation(turn int, status []PathStatus) (string, error) {
+	ordered := make([]PathStatus, len(status))
+	copy(ordered, status)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		return !ordered[i].Solved() && ordered[j].Solved()
+	})
+	lines := make([]string, len(ordered))
+	for i, s := range ordered {
+		lines[i] = s.String()
+	}
+	statusText := strings.Join(lines, "\n")
+	if t.continuation == nil {
+		return "Keep working on the task. Latest results of the required test paths " +
+			"(from your run_tests calls), unsolved first:\n" + statusText +
+			"\n\nFix the failing tests, run the tests again, and continue until every " +
+			"required test path passes.", nil
+	}
+	var b strings.Builder
+	if err := t.continuation.Execute(&b, struct {
+		Name      string
+		TestPaths []string
+		Status    string
+		Turn      int
+	}{t.Name, t.TestPaths, statusText, turn}); err != nil {
+		return "", fmt.Errorf("render continuation of task %s: %w", t.Name, err)
+	}
+	return b.String(), nil
+}
