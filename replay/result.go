@@ -1,6 +1,9 @@
 package replay
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // CaseResult is one test case's outcome.
 type CaseResult struct {
@@ -53,13 +56,11 @@ func PassRate(passed, total int) float64 {
 	return float64(passed) / float64(total)
 }
 
-// TestID names a test case across suites: "<suite path>/<case>", unless the
-// case name already starts with the suite path.
+// TestID names a test case across suites. Case names that already hold a
+// slash are taken as qualified ("basics/smoke/ret0", as the C-compiler
+// environment names them); bare names are prefixed with the suite path.
 func TestID(suite, name string) string {
-	if suite == "" {
-		return name
-	}
-	if len(name) > len(suite) && name[:len(suite)] == suite && (name[len(suite)] == '/' || name[len(suite)] == ':') {
+	if suite == "" || strings.Contains(name, "/") {
 		return name
 	}
 	return suite + "/" + name

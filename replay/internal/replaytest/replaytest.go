@@ -167,15 +167,57 @@ func Build(t testing.TB, id string, changes []Change, turnSize int, trajFields b
 	tj := &Trajectory{ID: id, Dir: dir, TracePath: filepath.Join(dir, "agent_trace.json"),
 		BundlePath: filepath.Join(dir, "repo.bundle"), Trace: tr, Initial: initial, Commits: commits, Work: work}
 	tr.Artifacts = map[string]string{trace.ArtifactTrace: "file://" + tj.TracePath, trace.ArtifactBundle: "file://" + tj.BundlePath}
-	data, err := json.MarshalIndent(tr, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(tj.TracePath, data, 0o644); err != nil {
-		t.Fatal(err)
+	if trajFields {
+		// traj's own shape: recorded with the real trace writer, read back.
+		writeWithWriter(t, tj.TracePath, tr)
+		f, err := os.Open(tj.TracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if tj.Trace, err = trace.Read(f); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// The original recorder's shape: plain JSON, no traj fields.
+		data, err := json.MarshalIndent(tr, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(tj.TracePath, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	Git(t, work, "bundle", "create", "-q", tj.BundlePath, "--all")
 	return tj
+}
+
+func writeWithWriter(t testing.TB, path string, tr *trace.Trace) {
+	t.Helper()
+	w, err := trace.Create(path, tr.Header(), trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, turn := range tr.Turns {
+		if err := w.BeginTurn(trace.TurnStart{Turn: turn.Turn, Timestamp: turn.Timestamp, Prompt: turn.Prompt, SessionID: tr.SessionID}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range turn.Parts {
+			if err := w.AppendPart(&turn.Parts[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.EndTurn(trace.TurnEnd{EndedAt: turn.Parts[len(turn.Parts)-1].Timestamp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(*tr.SessionEnd, tr.Artifacts); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RemoveShadow(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func ts(part int) string {
@@ -294,13 +336,17 @@ func runCase(ctx context.Context, dir, name string, c Case) bool {
 // passes at part 3, breaks at part 5 and is fixed at part 8, parts 2, 6 and 9
 // change nothing, and part 8 restores part 4's tree exactly (a new commit
 // with an old tree).
-func AttributionScript() []Change {
+func AttributionScript() []Change { return AttributionScriptBreaking("add") }
+
+// AttributionScriptBreaking is AttributionScript with part 5 breaking every
+// case whose source file name contains word.
+func AttributionScriptBreaking(word string) []Change {
 	return []Change{
 		{Write: map[string]string{"README.md": "a C compiler\n"}}, // 1: no build.sh: all fail
 		{}, // 2: no change
 		{Write: map[string]string{"build.sh": BuildScript, "broken.txt": ""}}, // 3: all pass
 		{Write: map[string]string{"notes.txt": "v1\n"}},                       // 4
-		{Write: map[string]string{"broken.txt": "add\n"}},                     // 5: add breaks
+		{Write: map[string]string{"broken.txt": word + "\n"}},                     // 5: add breaks
 		{}, // 6
 		{Write: map[string]string{"notes.txt": "v2\n"}},                   // 7
 		{Write: map[string]string{"broken.txt": "", "notes.txt": "v1\n"}}, // 8: fixed; tree of part 4

@@ -1,0 +1,76 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/trajlab/traj/environment"
+)
+
+// EnvironmentEvaluator adapts an environment.Environment to Evaluator: it
+// builds the tree once and runs every test path against that build.
+type EnvironmentEvaluator struct {
+	Env environment.Environment
+	// CaseWorkers bounds the cases run at once within one tree; 0 means
+	// cores / TreeWorkers, so trees × cases do not oversubscribe the CPU.
+	CaseWorkers int
+	TreeWorkers int
+}
+
+// Version implements Evaluator.
+func (e *EnvironmentEvaluator) Version() string { return e.Env.Version() }
+
+// Evaluate implements Evaluator.
+func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths []string) (Result, error) {
+	workers := e.CaseWorkers
+	if workers <= 0 {
+		workers = max(1, runtime.NumCPU()/max(1, e.TreeWorkers))
+	}
+	build := e.Env.Build(ctx, dir)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	opts := environment.RunOptions{Workers: workers, Prebuilt: &build}
+	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
+	for _, p := range paths {
+		r, err := e.Env.Run(ctx, dir, p, opts)
+		if err != nil {
+			return Result{}, fmt.Errorf("run %s: %w", p, err)
+		}
+		s := SuiteResult{Passed: r.Passed, Failed: r.Failed, Total: r.Total, Cases: make([]CaseResult, 0, len(r.Cases))}
+		if !r.Build.OK {
+			s.Error = "build failed: " + r.Build.Error
+		}
+		for _, c := range r.Cases {
+			s.Cases = append(s.Cases, CaseResult{Name: c.Name, Passed: c.Passed})
+		}
+		res.Suites[p] = s
+	}
+	return res, nil
+}
+
+// HeavySuites are left out of the default test paths: the full gcc torture
+// suite is about 1,500 programs per tree, too slow to run at every
+// distinct state of a long trajectory by default. Ask for it with --tests.
+var HeavySuites = []string{"torture"}
+
+// DefaultTestPaths picks what evaluate runs when no --tests is given: the
+// test paths the trajectory recorded for its environment if any, else every
+// top-level suite the environment has except HeavySuites (and except the
+// "all" alias, which would run everything twice).
+func DefaultTestPaths(recorded []string, available []string) []string {
+	if len(recorded) > 0 {
+		return slices.Clone(recorded)
+	}
+	var out []string
+	for _, p := range available {
+		if p == "all" || strings.Contains(p, "/") || slices.Contains(HeavySuites, p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

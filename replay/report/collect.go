@@ -1,0 +1,123 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
+)
+
+// Store is the part of an artifact store a report reads.
+type Store interface {
+	List(ctx context.Context, prefix string, fn func(store.FileInfo) error) error
+	Load(ctx context.Context, key string, fn func(io.Reader) error) error
+}
+
+// Collect summarises every trajectory in st that has a trace, using its
+// stored evaluation report (EvaluationKey) for pass rates when there is one.
+// A trajectory whose trace cannot be read is skipped with a warning, so one
+// damaged trajectory does not hide the others.
+func Collect(ctx context.Context, st Store, logger *slog.Logger) ([]Trajectory, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var ids []string
+	err := st.List(ctx, store.TrajectoriesDir, func(fi store.FileInfo) error {
+		rest := strings.TrimPrefix(fi.Key, store.TrajectoriesDir)
+		id, name, ok := strings.Cut(rest, "/")
+		if ok && name == store.TraceName {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list trajectories: %w", err)
+	}
+	sort.Strings(ids)
+	var out []Trajectory
+	for _, id := range ids {
+		var tr *trace.Trace
+		err := st.Load(ctx, store.TraceKey(id), func(r io.Reader) error {
+			var err error
+			tr, err = trace.Read(r)
+			return err
+		})
+		if err != nil {
+			logger.Warn("skip trajectory: trace unreadable", "trajectory", id, "err", err)
+			continue
+		}
+		ev, err := loadEvaluation(ctx, st, id)
+		if err != nil {
+			logger.Warn("ignore evaluation report", "trajectory", id, "err", err)
+		}
+		out = append(out, Summarize(tr, ev))
+	}
+	return out, nil
+}
+
+func loadEvaluation(ctx context.Context, st Store, id string) (*replay.Output, error) {
+	var ev *replay.Output
+	err := st.Load(ctx, store.EvaluationKey(id), func(r io.Reader) error {
+		ev = &replay.Output{}
+		return json.NewDecoder(r).Decode(ev)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// CollectFolders summarises trajectory folders below dir: every folder
+// holding an agent_trace.json, with an evaluation.json beside it when
+// present.
+func CollectFolders(dir string, logger *slog.Logger) ([]Trajectory, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var out []Trajectory
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != store.TraceName {
+			return nil
+		}
+		tr, err := replay.ReadTraceFile(path)
+		if err != nil {
+			logger.Warn("skip trajectory: trace unreadable", "path", path, "err", err)
+			return nil
+		}
+		var ev *replay.Output
+		if data, err := os.ReadFile(filepath.Join(filepath.Dir(path), store.EvaluationName)); err == nil {
+			ev = &replay.Output{}
+			if err := json.Unmarshal(data, ev); err != nil {
+				logger.Warn("ignore evaluation report", "path", path, "err", err)
+				ev = nil
+			}
+		}
+		out = append(out, Summarize(tr, ev))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan %s for trajectories: %w", dir, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}

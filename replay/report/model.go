@@ -1,0 +1,275 @@
+// Package report summarises trajectories for people: one row per
+// trajectory (agent, model, parts, turns, end reason, duration, tokens,
+// cost, latest pass rate per suite) and charts (pass rate by part, end
+// reasons), written as a self-contained HTML page (inline CSS and SVG, no
+// scripts, no network), CSV or JSON.
+package report
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/trace"
+)
+
+// Rate sources: where a trajectory's pass rates come from.
+const (
+	FromEvaluation = "evaluation" // a stored replay evaluate report
+	FromTrace      = "trace"      // the run_tests calls the agent made
+)
+
+// Report is a set of trajectories.
+type Report struct {
+	Title        string       `json:"title"`
+	Source       string       `json:"source,omitempty"`
+	Trajectories []Trajectory `json:"trajectories"`
+}
+
+// Trajectory is one trajectory's summary.
+type Trajectory struct {
+	ID              string        `json:"trajectory_id"`
+	Agent           string        `json:"agent"`
+	Model           string        `json:"model"`
+	Task            string        `json:"task,omitempty"`
+	Parts           int           `json:"parts"`
+	Turns           int           `json:"turns"`
+	EndReason       string        `json:"end_reason"`
+	StartedAt       string        `json:"started_at"`
+	EndedAt         string        `json:"ended_at,omitempty"`
+	DurationSeconds *float64      `json:"duration_seconds"`
+	Tokens          *trace.Tokens `json:"tokens"`
+	Cost            *float64      `json:"cost"`
+	// Suites is the latest pass rate per suite (test path).
+	Suites []SuiteRate `json:"suites"`
+	// PassRate is the latest overall pass rate over Suites; nil when no
+	// test results are known.
+	PassRate   *float64 `json:"pass_rate"`
+	RateSource string   `json:"rate_source,omitempty"`
+	// ByPart is the overall pass rate after each part that has one.
+	ByPart []Point `json:"pass_rate_by_part"`
+	// SuiteByPart is the pass rate by part per suite (evaluations only).
+	SuiteByPart map[string][]Point `json:"suite_pass_rate_by_part,omitempty"`
+	// Regressions are the evaluation's pass → fail transitions.
+	Regressions []replay.Regression `json:"regressions,omitempty"`
+}
+
+// SuiteRate is one suite's latest counts.
+type SuiteRate struct {
+	Suite  string  `json:"suite"`
+	Passed int     `json:"passed"`
+	Total  int     `json:"total"`
+	Rate   float64 `json:"rate"`
+	// Part is the part the counts are from.
+	Part int `json:"part"`
+}
+
+// Point is a pass rate at a part.
+type Point struct {
+	Part int     `json:"part"`
+	Rate float64 `json:"rate"`
+}
+
+// Summarize builds a trajectory's row from its trace and, when given, its
+// evaluate report (which then supplies the pass rates).
+func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
+	t := Trajectory{
+		ID: tr.TrajectoryID, Agent: tr.Agent, Model: tr.AgentModel, Task: tr.Task,
+		Turns: len(tr.Turns), StartedAt: tr.StartedAt, Suites: []SuiteRate{}, ByPart: []Point{},
+	}
+	var tokens trace.Tokens
+	var cost float64
+	haveTokens, haveCost := false, false
+	lastTime := ""
+	for _, turn := range tr.Turns {
+		for _, p := range turn.Parts {
+			t.Parts++
+			if p.Tokens != nil {
+				tokens.Add(*p.Tokens)
+				haveTokens = true
+			}
+			if p.Cost != nil {
+				cost += *p.Cost
+				haveCost = true
+			}
+			if p.Timestamp != "" {
+				lastTime = p.Timestamp
+			}
+		}
+	}
+	if se := tr.SessionEnd; se != nil {
+		t.EndReason = se.Reason
+		t.EndedAt = se.EndedAt
+		if se.TotalTurns > 0 {
+			t.Turns = se.TotalTurns
+		}
+		if se.Tokens != nil {
+			tokens, haveTokens = *se.Tokens, true
+		}
+		if se.Cost != nil {
+			cost, haveCost = *se.Cost, true
+		}
+	} else {
+		t.EndReason = "running"
+	}
+	if haveTokens {
+		t.Tokens = &tokens
+	}
+	if haveCost {
+		t.Cost = &cost
+	}
+	end := t.EndedAt
+	if end == "" {
+		end = lastTime
+	}
+	if d, ok := duration(t.StartedAt, end); ok {
+		t.DurationSeconds = &d
+	}
+	if ev != nil {
+		fromEvaluation(&t, ev)
+	} else {
+		fromTrace(&t, tr)
+	}
+	return t
+}
+
+func duration(start, end string) (float64, bool) {
+	s, err1 := time.Parse(time.RFC3339Nano, start)
+	e, err2 := time.Parse(time.RFC3339Nano, end)
+	if err1 != nil || err2 != nil || e.Before(s) {
+		return 0, false
+	}
+	return e.Sub(s).Seconds(), true
+}
+
+func fromEvaluation(t *Trajectory, ev *replay.Output) {
+	t.RateSource = FromEvaluation
+	t.SuiteByPart = map[string][]Point{}
+	parts := ev.PartEvaluations.Keys()
+	for _, part := range parts {
+		pe := ev.PartEvaluations[part]
+		t.ByPart = append(t.ByPart, Point{Part: part, Rate: pe.PassRate})
+		for name, s := range pe.Suites {
+			t.SuiteByPart[name] = append(t.SuiteByPart[name], Point{Part: part, Rate: s.PassRate})
+		}
+	}
+	if len(parts) > 0 {
+		last := parts[len(parts)-1]
+		pe := ev.PartEvaluations[last]
+		for name, s := range pe.Suites {
+			t.Suites = append(t.Suites, SuiteRate{Suite: name, Passed: s.Passed, Total: s.Total, Rate: s.PassRate, Part: last})
+		}
+		r := pe.PassRate
+		t.PassRate = &r
+	}
+	sortSuites(t.Suites)
+	t.Regressions = replay.Regressions(ev.TestAttribution)
+}
+
+// runTestsResult is the part of a run_tests result the report reads; both
+// traj's environment.Result and the original envoi results carry these.
+type runTestsResult struct {
+	Path   string `json:"path"`
+	Passed *int   `json:"passed"`
+	Failed *int   `json:"failed"`
+	Total  *int   `json:"total"`
+}
+
+// fromTrace takes pass rates from the run_tests calls in the trace: the
+// latest call per path, and after each part with calls, the overall rate
+// over the latest result of every path seen so far.
+func fromTrace(t *Trajectory, tr *trace.Trace) {
+	latest := map[string]SuiteRate{}
+	for _, turn := range tr.Turns {
+		for _, p := range turn.Parts {
+			seen := false
+			for _, c := range p.EnvoiCalls {
+				s, ok := parseCall(c)
+				if !ok {
+					continue
+				}
+				s.Part = p.Part
+				latest[s.Suite] = s
+				seen = true
+			}
+			if seen {
+				passed, total := 0, 0
+				for _, s := range latest {
+					passed += s.Passed
+					total += s.Total
+				}
+				t.ByPart = append(t.ByPart, Point{Part: p.Part, Rate: replay.PassRate(passed, total)})
+			}
+		}
+	}
+	if len(latest) == 0 {
+		return
+	}
+	t.RateSource = FromTrace
+	passed, total := 0, 0
+	for _, s := range latest {
+		t.Suites = append(t.Suites, s)
+		passed += s.Passed
+		total += s.Total
+	}
+	r := replay.PassRate(passed, total)
+	t.PassRate = &r
+	sortSuites(t.Suites)
+}
+
+func parseCall(c trace.EnvoiCall) (SuiteRate, bool) {
+	if c.Error != nil || len(c.Result) == 0 {
+		return SuiteRate{}, false
+	}
+	var r runTestsResult
+	if err := json.Unmarshal(c.Result, &r); err != nil || r.Passed == nil {
+		return SuiteRate{}, false
+	}
+	total := 0
+	switch {
+	case r.Total != nil:
+		total = *r.Total
+	case r.Failed != nil:
+		total = *r.Passed + *r.Failed
+	default:
+		return SuiteRate{}, false
+	}
+	suite := c.Path
+	if suite == "" {
+		suite = r.Path
+	}
+	if suite == "" {
+		suite = "all"
+	}
+	return SuiteRate{Suite: suite, Passed: *r.Passed, Total: total, Rate: replay.PassRate(*r.Passed, total)}, true
+}
+
+func sortSuites(s []SuiteRate) {
+	sort.Slice(s, func(i, j int) bool { return s[i].Suite < s[j].Suite })
+}
+
+// EndReasons counts trajectories per end reason, most frequent first.
+func (r Report) EndReasons() []Count {
+	m := map[string]int{}
+	for _, t := range r.Trajectories {
+		m[t.EndReason]++
+	}
+	out := make([]Count, 0, len(m))
+	for k, v := range m {
+		out = append(out, Count{Label: k, N: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].N != out[j].N {
+			return out[i].N > out[j].N
+		}
+		return out[i].Label < out[j].Label
+	})
+	return out
+}
+
+// Count is a labelled number.
+type Count struct {
+	Label string `json:"label"`
+	N     int    `json:"n"`
+}

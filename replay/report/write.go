@@ -1,0 +1,261 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// WriteJSON writes r as indented JSON.
+func WriteJSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write report JSON: %w", err)
+	}
+	return nil
+}
+
+// WriteCSV writes one row per trajectory, with one pass-rate column per
+// suite seen in any trajectory ("rate:<suite>").
+func WriteCSV(w io.Writer, r Report) error {
+	suites := r.suiteNames()
+	cw := csv.NewWriter(w)
+	head := []string{"trajectory_id", "agent", "model", "task", "parts", "turns", "end_reason", "started_at", "duration_seconds",
+		"tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost", "pass_rate", "rate_source"}
+	for _, s := range suites {
+		head = append(head, "rate:"+s)
+	}
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write report CSV: %w", err)
+	}
+	for _, t := range r.Trajectories {
+		row := []string{t.ID, t.Agent, t.Model, t.Task, strconv.Itoa(t.Parts), strconv.Itoa(t.Turns), t.EndReason, t.StartedAt, optFloat(t.DurationSeconds, 3)}
+		if tk := t.Tokens; tk != nil {
+			row = append(row, i64(tk.Input), i64(tk.Output), i64(tk.Reasoning), i64(tk.CacheRead), i64(tk.CacheWrite), i64(tk.Total()))
+		} else {
+			row = append(row, "", "", "", "", "", "")
+		}
+		row = append(row, optFloat(t.Cost, 6), optFloat(t.PassRate, 4), t.RateSource)
+		for _, s := range suites {
+			v := ""
+			for _, sr := range t.Suites {
+				if sr.Suite == s {
+					v = strconv.FormatFloat(sr.Rate, 'f', 4, 64)
+				}
+			}
+			row = append(row, v)
+		}
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("write report CSV: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write report CSV: %w", err)
+	}
+	return nil
+}
+
+func i64(v int64) string { return strconv.FormatInt(v, 10) }
+
+func optFloat(v *float64, prec int) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
+}
+
+func (r Report) suiteNames() []string {
+	m := map[string]bool{}
+	for _, t := range r.Trajectories {
+		for _, s := range t.Suites {
+			m[s.Suite] = true
+		}
+	}
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// WriteHTML writes r as one self-contained page: inline CSS and SVG, no
+// scripts, no external resources. With one trajectory that has per-suite
+// results it also shows the per-suite chart and the regressions table.
+func WriteHTML(w io.Writer, r Report) error {
+	v := pageView{Report: r, Single: len(r.Trajectories) == 1}
+	var overall []series
+	for i, t := range r.Trajectories {
+		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i)})
+		tv := trajView{T: t}
+		ss := []series{{Name: "all suites", Points: t.ByPart, Color: "#000000"}}
+		names := make([]string, 0, len(t.SuiteByPart))
+		for n := range t.SuiteByPart {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for j, n := range names {
+			ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j)})
+		}
+		width, height := 360, 190
+		if v.Single {
+			width, height = 1100, 360
+		}
+		tv.Chart = lineChart(t.ID+" — pass rate by part", ss, width, height, len(ss) > 1 || v.Single)
+		v.Trajs = append(v.Trajs, tv)
+	}
+	if !v.Single {
+		v.Overall = lineChart("Pass rate by part, all trajectories", overall, 1100, 340, true)
+	}
+	v.Reasons = barChart("End reasons", r.EndReasons(), 540)
+	if err := pageTmpl.Execute(w, v); err != nil {
+		return fmt.Errorf("write report HTML: %w", err)
+	}
+	return nil
+}
+
+type pageView struct {
+	Report
+	Single  bool
+	Overall template.HTML
+	Reasons template.HTML
+	Trajs   []trajView
+}
+
+type trajView struct {
+	T     Trajectory
+	Chart template.HTML
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"pct": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*v*100, 'f', 1, 64) + "%"
+	},
+	"rate": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
+	"width": func(v *float64) string {
+		if v == nil {
+			return "0"
+		}
+		return strconv.FormatFloat(*v*100, 'f', 1, 64)
+	},
+	"dur": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		s := int64(*v)
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	},
+	"money": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return "$" + strconv.FormatFloat(*v, 'f', 4, 64)
+	},
+	"tokens": func(t Trajectory) string {
+		if t.Tokens == nil {
+			return "—"
+		}
+		return humanInt(t.Tokens.Total())
+	},
+	"fixed": func(p int) string {
+		if p == 0 {
+			return "not fixed"
+		}
+		return strconv.Itoa(p)
+	},
+	"dash": orDash,
+	"suites": func(t Trajectory) string {
+		var parts []string
+		for _, s := range t.Suites {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", s.Suite, s.Passed, s.Total))
+		}
+		return strings.Join(parts, ", ")
+	},
+}).Parse(pageHTML))
+
+func humanInt(n int64) string {
+	switch {
+	case n >= 10_000_000:
+		return strconv.FormatInt(n/1_000_000, 10) + "M"
+	case n >= 10_000:
+		return strconv.FormatInt(n/1_000, 10) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1b1f24;margin:24px auto;max-width:1140px;padding:0 16px;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dee4;padding-bottom:4px}
+.meta{color:#57606a;margin:0 0 12px}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eaeef2;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{display:inline-block;width:80px;height:9px;background:#eaeef2;border-radius:2px;margin-right:6px;vertical-align:middle}
+.bar i{display:block;height:9px;background:#009E73;border-radius:2px}
+.reason{display:inline-block;padding:0 6px;border-radius:8px;background:#eaeef2;font-size:12px}
+.reason.solved{background:#d3f4e6}.reason.part_limit,.reason.timeout{background:#fbefd5}
+.reason.agent_error,.reason.envoi_error{background:#fbdcd0}
+.grid-charts{display:flex;flex-wrap:wrap;gap:12px}
+.card{border:1px solid #d8dee4;border-radius:6px;padding:6px}
+svg.chart{display:block;font:11px system-ui,"DejaVu Sans",sans-serif}
+svg .title{font-size:12px;font-weight:600;fill:#1b1f24}
+svg .grid{stroke:#eaeef2}svg .frame{fill:none;stroke:#afb8c1}svg .tick{stroke:#afb8c1}
+svg .ylab{text-anchor:end;fill:#57606a}svg .xlab{text-anchor:middle;fill:#57606a}
+svg .axis{text-anchor:middle;fill:#57606a}svg .legend{fill:#1b1f24}
+svg .line{fill:none;stroke-width:2}svg .empty{text-anchor:middle;fill:#8c959f}
+svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
+.muted{color:#8c959f}
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="meta">{{len .Trajectories}} trajector{{if eq (len .Trajectories) 1}}y{{else}}ies{{end}}{{if .Source}} · {{.Source}}{{end}}</p>
+{{if not .Single}}
+<h2>Pass rate by part</h2>
+<div class="card">{{.Overall}}</div>
+<div class="grid-charts" style="margin-top:12px">{{range .Trajs}}<div class="card">{{.Chart}}</div>{{end}}</div>
+{{else}}{{range .Trajs}}
+<h2>Pass rate by part</h2>
+<div class="card">{{.Chart}}</div>
+{{end}}{{end}}
+<h2>End reasons</h2>
+<div class="card" style="display:inline-block">{{.Reasons}}</div>
+<h2>Trajectories</h2>
+<table>
+<thead><tr><th>trajectory</th><th>agent</th><th>model</th><th class="num">parts</th><th class="num">turns</th><th>end reason</th><th class="num">duration</th><th class="num">tokens</th><th class="num">cost</th><th>pass rate</th><th>latest per suite</th></tr></thead>
+<tbody>
+{{range .Trajectories}}<tr><td>{{.ID}}</td><td>{{dash .Agent}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{.RateSource}})</span>{{end}}</td><td>{{suites .}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .Single}}{{range .Trajectories}}
+<h2>Latest pass rate per suite</h2>
+<table>
+<thead><tr><th>suite</th><th class="num">passed</th><th class="num">total</th><th>rate</th><th class="num">at part</th></tr></thead>
+<tbody>{{range .Suites}}<tr><td>{{.Suite}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Total}}</td><td>{{rate .Rate}}</td><td class="num">{{.Part}}</td></tr>{{else}}<tr><td colspan="5" class="muted">no test results</td></tr>{{end}}</tbody>
+</table>
+<h2>Regressions</h2>
+<table>
+<thead><tr><th>test</th><th class="num">broken at part</th><th class="num">fixed at part</th></tr></thead>
+<tbody>{{range .Regressions}}<tr><td>{{.Test}}</td><td class="num">{{.BrokenAt}}</td><td class="num">{{fixed .FixedAt}}</td></tr>{{else}}<tr><td colspan="3" class="muted">no test went from passing to failing</td></tr>{{end}}</tbody>
+</table>
+{{end}}{{end}}
+</body>
+</html>
+`
