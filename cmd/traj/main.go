@@ -26,8 +26,8 @@ var version = ""
 type Globals struct {
 	LogLevel slog.Level `help:"Log level: debug, info, warn, error." default:"info" env:"TRAJ_LOG_LEVEL"`
 
-	Stdout io.Writer `kong:"-"`
-	Stderr io.Writer `kong:"-"`
+	Stdout io.Writer    `kong:"-"`
+	Stderr io.Writer    `kong:"-"`
 	Logger *slog.Logger `kong:"-"`
 }
 
@@ -38,6 +38,8 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	// Commands: one field per command, each defined in its own file.
+	Env EnvCmd `cmd:"" help:"Test environments: build a workspace and run test suites."`
+	MCP MCPCmd `cmd:"" name:"mcp" help:"Serve the run_tests MCP tool over stdio for a workspace."`
 }
 
 func main() {

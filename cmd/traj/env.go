@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/ccompiler"
+)
+
+// EnvCmd groups the test-environment commands.
+type EnvCmd struct {
+	Test EnvTestCmd `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
+}
+
+// envFlags are shared by `env test` and `mcp`.
+type envFlags struct {
+	Workspace      string        `required:"" type:"existingdir" help:"The agent's workspace (has build.sh producing ./cc)."`
+	TestsDir       string        `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
+	Workers        int           `help:"Cases run at once (0 = number of CPUs)." default:"0"`
+	BuildTimeout   time.Duration `help:"Timeout for build.sh." default:"300s"`
+	CompileTimeout time.Duration `help:"Timeout for one ./cc invocation." default:"10s"`
+	RunTimeout     time.Duration `help:"Timeout for one compiled program." default:"5s"`
+}
+
+func (f envFlags) env() (*ccompiler.Env, error) {
+	e, err := ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir})
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	return e, nil
+}
+
+func (f envFlags) runOptions() environment.RunOptions {
+	return environment.RunOptions{
+		Workers:        f.Workers,
+		BuildTimeout:   f.BuildTimeout,
+		CompileTimeout: f.CompileTimeout,
+		RunTimeout:     f.RunTimeout,
+	}
+}
+
+// EnvTestCmd runs one test path. Exit status: 0 when the path ran (whatever
+// passed or failed, including a failed build: read the results), 2 for
+// usage errors (unknown path, suite not installed, bad flags), 1 otherwise.
+type EnvTestCmd struct {
+	Path string `arg:"" help:"Test path: all, basics, basics/<category>, wacct, wacct/chapter_<n>, c_testsuite[/part_<n>], torture[/part_<n>]."`
+	envFlags
+	JSON bool `help:"Print the full result as JSON on stdout."`
+}
+
+func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
+	env, err := c.env()
+	if err != nil {
+		return err
+	}
+	opts := c.runOptions()
+	opts.Progress = progressPrinter(g.Stderr)
+	res, err := env.Run(ctx, c.Workspace, c.Path, opts)
+	if err != nil {
+		if environment.IsUsageError(err) {
+			return &exitError{2, fmt.Errorf("%w\nvalid paths: %v", err, env.TestPaths())}
+		}
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return environment.WriteSummary(g.Stdout, res, 30)
+}
+
+// progressPrinter shows cases done/total: one updating line on a terminal,
+// otherwise a plain line at every tenth of the run.
+func progressPrinter(w io.Writer) func(done, total int) {
+	if isTerminal(w) {
+		return func(done, total int) {
+			fmt.Fprintf(w, "\r\x1b[Kcases %d/%d", done, total)
+			if done == total {
+				fmt.Fprint(w, "\r\x1b[K")
+			}
+		}
+	}
+	last := -1
+	return func(done, total int) {
+		if tenth := done * 10 / total; tenth != last {
+			last = tenth
+			fmt.Fprintf(w, "cases %d/%d\n", done, total)
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

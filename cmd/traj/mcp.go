@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/trajlab/traj/environment/mcp"
+)
+
+// MCPCmd serves the run_tests tool over stdio for one workspace. Only MCP
+// protocol goes to stdout; logs go to stderr.
+type MCPCmd struct {
+	envFlags
+}
+
+func (c *MCPCmd) Run(ctx context.Context, g *Globals) error {
+	env, err := c.env()
+	if err != nil {
+		return err
+	}
+	srv := mcp.New(env, c.Workspace, mcp.Options{
+		Run:     c.runOptions(),
+		Logger:  g.Logger,
+		Version: versionString(),
+	})
+	g.Logger.Info("run_tests MCP server on stdio", "workspace", c.Workspace, "environment", env.Version())
+	return srv.ServeStdio(ctx, os.Stdin, g.Stdout)
+}
