@@ -303,6 +303,16 @@ func (w *walker) key(path string) (string, error) {
 func (w *walker) raw(path string) (json.RawMessage, error) {
 	var raw json.RawMessage
 	if err := w.dec.Decode(&raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			// Decode reports offsets relative to its internal buffer;
+			// rescan the unread value from its start to place the error.
+			start := w.dec.InputOffset()
+			var again json.RawMessage
+			if err2 := json.NewDecoder(w.dec.Buffered()).Decode(&again); errors.As(err2, &se) {
+				return nil, &ScanError{Path: path, Offset: start + se.Offset - 1, Err: fmt.Errorf("invalid JSON: %w", err2)}
+			}
+		}
 		return nil, w.syntax(path, err)
 	}
 	return raw, nil
@@ -361,7 +371,9 @@ func (w *walker) doc() error {
 	loc.end = w.dec.InputOffset()
 	if tok, err := w.dec.Token(); err != io.EOF {
 		if err != nil {
-			return w.syntax("$", err)
+			serr := w.syntax("$", err).(*ScanError)
+			serr.Err = fmt.Errorf("unexpected data after the trace object: %w", serr.Err)
+			return serr
 		}
 		return &ScanError{Path: "$", Offset: w.dec.InputOffset(), Err: fmt.Errorf("unexpected %s after the trace object", describe(tok))}
 	}
