@@ -45,6 +45,7 @@ func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, 
 		return trace.RepoCheckpoint{}, fmt.Errorf("read commit %s: %w", before, err)
 	}
 
+	r.hashed = 0
 	li := r.readIndex()
 	var entries []*index.Entry
 	indexDirty := false
@@ -59,6 +60,7 @@ func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, 
 			}
 		}
 		indexDirty = true
+		r.hashed++
 		h, err := r.hashFile(f.path, mode)
 		if err != nil {
 			if os.IsNotExist(err) {
@@ -171,7 +173,9 @@ func (r *Repo) hashFile(rel string, mode filemode.FileMode) (plumbing.Hash, erro
 type treeBuilder struct {
 	st    objectStore
 	trees map[plumbing.Hash]*object.Tree
-	order []plumbing.Hash
+	// changed are the new trees diff visited: every other new tree equals
+	// a subtree of the parent commit and is stored already.
+	changed []plumbing.Hash
 }
 
 func newTreeBuilder(st objectStore) *treeBuilder {
@@ -218,10 +222,7 @@ func (tb *treeBuilder) node(n *dirNode) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	h := obj.Hash()
-	if _, ok := tb.trees[h]; !ok {
-		tb.trees[h] = t
-		tb.order = append(tb.order, h)
-	}
+	tb.trees[h] = t
 	return h, nil
 }
 
@@ -236,9 +237,10 @@ func sortTreeEntries(ents []object.TreeEntry) {
 	sort.Slice(ents, func(i, j int) bool { return key(ents[i]) < key(ents[j]) })
 }
 
-// flush stores the built trees that the repository does not have yet.
+// flush stores the changed trees that the repository does not have yet.
+// It needs diff to have run.
 func (tb *treeBuilder) flush() error {
-	for _, h := range tb.order {
+	for _, h := range tb.changed {
 		if tb.st.HasEncodedObject(h) == nil {
 			continue
 		}
@@ -269,6 +271,7 @@ func (tb *treeBuilder) diff(prefix string, a, b plumbing.Hash) ([]string, error)
 		ta = t.Entries
 	}
 	if !b.IsZero() {
+		tb.changed = append(tb.changed, b)
 		t, err := tb.tree(b)
 		if err != nil {
 			return nil, err

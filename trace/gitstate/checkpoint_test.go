@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -321,5 +322,45 @@ func TestCheckpointSequence(t *testing.T) {
 	}
 	if n := strings.Count(gitRun(t, r.Dir(), "log", "--format=%s"), "checkpoint"); n != 5 {
 		t.Fatalf("%d checkpoint commits, want 5", n)
+	}
+}
+
+func TestCheckpointHashesOnlyChangedFiles(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	for i := 0; i < 20; i++ {
+		writeFile(t, r.Dir(), filepath.Join("src", string(rune('a'+i))+".rs"), strings.Repeat("x", i+1), 0o644)
+	}
+	writeFile(t, r.Dir(), ".gitignore", "target/\n", 0o644)
+	writeFile(t, r.Dir(), "target/debug/big.o", "ignored", 0o644)
+	if _, err := r.Checkpoint(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if r.hashed != 21 {
+		t.Fatalf("first checkpoint hashed %d files, want 21 (ignored target/ never read)", r.hashed)
+	}
+	// Let the index become older than every file so nothing is racily clean.
+	past := time.Now().Add(-time.Hour)
+	err := filepath.WalkDir(r.Dir(), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.Contains(p, "/.git/") {
+			return err
+		}
+		return os.Chtimes(p, past, past)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{21, 0, 0} { // stat changed by Chtimes, then clean
+		cp, err := r.Checkpoint(ctx, 2+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Committed || r.hashed != want {
+			t.Fatalf("round %d: committed=%v hashed=%d, want no commit and %d hashed", i, cp.Committed, r.hashed, want)
+		}
+	}
+	writeFile(t, r.Dir(), "src/a.rs", "changed", 0o644)
+	if cp, err := r.Checkpoint(ctx, 5); err != nil || !cp.Committed || r.hashed != 1 {
+		t.Fatalf("one edit: %v committed=%v hashed=%d, want 1", err, cp.Committed, r.hashed)
 	}
 }

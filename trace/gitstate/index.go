@@ -39,7 +39,7 @@ func (r *Repo) readIndex() loadedIndex {
 	}
 	li.mtime = fi.ModTime()
 	for _, e := range idx.Entries {
-		if e.Stage != index.Merged || e.SkipWorktree || e.IntentToAdd {
+		if e.Stage != 0 || e.SkipWorktree || e.IntentToAdd {
 			continue
 		}
 		li.entries[e.Name] = e
@@ -48,7 +48,8 @@ func (r *Repo) readIndex() loadedIndex {
 }
 
 // writeIndex replaces .git/index (version 2, no extensions, so no stale
-// cache-tree) atomically.
+// cache-tree) atomically. A lost or unreadable index only costs the next
+// checkpoint a full rehash.
 func (r *Repo) writeIndex(entries []*index.Entry) error {
 	idx := &index.Index{Version: 2, Entries: entries}
 	var buf bytes.Buffer

@@ -55,12 +55,16 @@ func (o Options) now() time.Time {
 	return o.Now()
 }
 
-// Repo is a workspace with a git repository at its root.
+// Repo is a workspace with a git repository at its root. It is not safe
+// for concurrent use.
 type Repo struct {
 	dir  string
 	git  string
 	st   *filesystem.Storage
 	opts Options
+	// hashed counts the files the last checkpoint read and hashed, so
+	// tests can see the stat cache work.
+	hashed int
 }
 
 // Init makes dir (created if missing) a git repository whose branch main
@@ -157,8 +161,9 @@ func (r *Repo) Head() (plumbing.Hash, error) {
 }
 
 // setRef points name at h by writing a loose ref file atomically (temp
-// file, fsync, rename), so a crash leaves the old or the new value, never
-// an empty ref.
+// file and rename), so a killed process leaves the old or the new value,
+// never an empty ref. Like go-git's loose objects it is not fsynced: the
+// promise covers process death, not power loss.
 func (r *Repo) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 	if !strings.HasPrefix(name.String(), "refs/") && name != plumbing.HEAD {
 		return fmt.Errorf("set ref %s: %w", name, ErrUnsafePath)
@@ -180,9 +185,6 @@ func atomicWrite(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,106 @@
+package gitstate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// genWorkspace writes a workspace shaped like the agent's Rust project:
+// sources files of about size bytes each in nested folders, a .gitignore,
+// and a git-ignored target/ with targetFiles small build outputs.
+func genWorkspace(tb testing.TB, dir string, sources, size, targetFiles int) []string {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	writeFile(tb, dir, ".gitignore", "/target\n*.swp\n", 0o644)
+	var paths []string
+	for i := 0; i < sources; i++ {
+		p := fmt.Sprintf("src/mod%02d/sub%d/file%03d.rs", i%12, i%3, i)
+		paths = append(paths, p)
+		writeFile(tb, dir, p, sourceText(rng, size), 0o644)
+	}
+	for i := 0; i < targetFiles; i++ {
+		p := filepath.Join(dir, "target", "debug", fmt.Sprintf("deps%02d", i%100), fmt.Sprintf("obj%05d.o", i))
+		if i < 100 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, []byte("object code\n"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return paths
+}
+
+func sourceText(rng *rand.Rand, size int) string {
+	words := []string{"fn", "let", "mut", "match", "token", "parse", "expr", "emit", "return", "Some", "None", "=>", "{", "}", ";"}
+	var b strings.Builder
+	for b.Len() < size {
+		b.WriteString(words[rng.IntN(len(words))])
+		if rng.IntN(8) == 0 {
+			b.WriteString("\n")
+		} else {
+			b.WriteString(" ")
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkCheckpoint compares a checkpoint through gitstate with the git
+// CLI's status + add -A + commit on a 300-file, ~3 MB workspace with a
+// 30,000-file ignored target/, one source file changed per iteration.
+func BenchmarkCheckpoint(b *testing.B) {
+	ctx := context.Background()
+	const sources, size, targetFiles = 300, 10_000, 30_000
+
+	goDir := b.TempDir()
+	paths := genWorkspace(b, goDir, sources, size, targetFiles)
+	repo, err := Init(ctx, goDir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := repo.Checkpoint(ctx, 1); err != nil {
+		b.Fatal(err)
+	}
+
+	cliDir := b.TempDir()
+	genWorkspace(b, cliDir, sources, size, targetFiles)
+	gitRun(b, cliDir, "init", "-q", "-b", "main")
+	gitRun(b, cliDir, "add", "-A")
+	gitRun(b, cliDir, "commit", "-q", "-m", "part 1 checkpoint")
+
+	// edits counts across the framework's repeated runs so every edit is new.
+	edits := 0
+	edit := func(b *testing.B, dir string, i int) {
+		edits++
+		p := paths[i%len(paths)]
+		writeFile(b, dir, p, fmt.Sprintf("// edit %d\n", edits)+strings.Repeat("x", size/2), 0o644)
+	}
+	b.Run("gogit", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			edit(b, goDir, i)
+			cp, err := repo.Checkpoint(ctx, i+2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !cp.Committed {
+				b.Fatal("change not committed")
+			}
+		}
+	})
+	b.Run("gitcli", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			edit(b, cliDir, i)
+			if out := gitRun(b, cliDir, "status", "--porcelain"); out == "" {
+				b.Fatal("git status saw no change")
+			}
+			gitRun(b, cliDir, "add", "-A")
+			gitRun(b, cliDir, "commit", "-q", "-m", fmt.Sprintf("part %d checkpoint", i+2))
+		}
+	})
+}
