@@ -8,7 +8,7 @@ import (
 
 	"github.com/trajlab/traj/environment/ccompiler"
 	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/replay/internal/replaytest"
+	"github.com/trajlab/traj/replay/replaytest"
 )
 
 // The real C-compiler environment on a trajectory whose workspace's ./cc

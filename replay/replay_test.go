@@ -13,7 +13,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
-	"github.com/trajlab/traj/replay/internal/replaytest"
+	"github.com/trajlab/traj/replay/replaytest"
 	"github.com/trajlab/traj/trace"
 )
 

@@ -38,8 +38,10 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	// Commands: one field per command, each defined in its own file.
-	Env EnvCmd `cmd:"" help:"Test environments: build a workspace and run test suites."`
-	MCP MCPCmd `cmd:"" name:"mcp" help:"Serve the run_tests MCP tool over stdio for a workspace."`
+	Env    EnvCmd    `cmd:"" help:"Test environments: build a workspace and run test suites."`
+	MCP    MCPCmd    `cmd:"" name:"mcp" help:"Serve the run_tests MCP tool over stdio for a workspace."`
+	Replay ReplayCmd `cmd:"" help:"Replay a trajectory offline: checkout-part, evaluate, verify."`
+	Report ReportCmd `cmd:"" help:"Summarise every trajectory in a store: table, HTML charts, JSON, CSV."`
 }
 
 func main() {

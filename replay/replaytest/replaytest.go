@@ -346,7 +346,7 @@ func AttributionScriptBreaking(word string) []Change {
 		{}, // 2: no change
 		{Write: map[string]string{"build.sh": BuildScript, "broken.txt": ""}}, // 3: all pass
 		{Write: map[string]string{"notes.txt": "v1\n"}},                       // 4
-		{Write: map[string]string{"broken.txt": word + "\n"}},                     // 5: add breaks
+		{Write: map[string]string{"broken.txt": word + "\n"}},                 // 5: add breaks
 		{}, // 6
 		{Write: map[string]string{"notes.txt": "v2\n"}},                   // 7
 		{Write: map[string]string{"broken.txt": "", "notes.txt": "v1\n"}}, // 8: fixed; tree of part 4

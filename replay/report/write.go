@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 )
 
 // WriteJSON writes r as indented JSON.
@@ -135,12 +136,7 @@ type trajView struct {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct": func(v *float64) string {
-		if v == nil {
-			return "—"
-		}
-		return strconv.FormatFloat(*v*100, 'f', 1, 64) + "%"
-	},
+	"pct":  fmtPct,
 	"rate": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
 	"width": func(v *float64) string {
 		if v == nil {
@@ -148,40 +144,55 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return strconv.FormatFloat(*v*100, 'f', 1, 64)
 	},
-	"dur": func(v *float64) string {
-		if v == nil {
-			return "—"
-		}
-		s := int64(*v)
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	},
-	"money": func(v *float64) string {
-		if v == nil {
-			return "—"
-		}
-		return "$" + strconv.FormatFloat(*v, 'f', 4, 64)
-	},
-	"tokens": func(t Trajectory) string {
-		if t.Tokens == nil {
-			return "—"
-		}
-		return humanInt(t.Tokens.Total())
-	},
+	"dur":    fmtDur,
+	"money":  fmtMoney,
+	"tokens": fmtTokens,
 	"fixed": func(p int) string {
 		if p == 0 {
 			return "not fixed"
 		}
 		return strconv.Itoa(p)
 	},
-	"dash": orDash,
-	"suites": func(t Trajectory) string {
-		var parts []string
-		for _, s := range t.Suites {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", s.Suite, s.Passed, s.Total))
-		}
-		return strings.Join(parts, ", ")
-	},
+	"dash":   orDash,
+	"suites": suiteList,
 }).Parse(pageHTML))
+
+func fmtPct(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v*100, 'f', 1, 64) + "%"
+}
+
+func fmtDur(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	s := int64(*v)
+	return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+}
+
+func fmtMoney(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return "$" + strconv.FormatFloat(*v, 'f', 4, 64)
+}
+
+func fmtTokens(t Trajectory) string {
+	if t.Tokens == nil {
+		return "—"
+	}
+	return humanInt(t.Tokens.Total())
+}
+
+func suiteList(t Trajectory) string {
+	var parts []string
+	for _, s := range t.Suites {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", s.Suite, s.Passed, s.Total))
+	}
+	return strings.Join(parts, ", ")
+}
 
 func humanInt(n int64) string {
 	switch {
@@ -259,3 +270,17 @@ svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
 </body>
 </html>
 `
+
+// WriteText writes a plain table for a terminal.
+func WriteText(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRAJECTORY\tAGENT\tMODEL\tPARTS\tTURNS\tEND\tDURATION\tTOKENS\tCOST\tPASS RATE\tSUITES")
+	for _, t := range r.Trajectories {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, orDash(t.Agent), orDash(t.Model), t.Parts, t.Turns,
+			orDash(t.EndReason), fmtDur(t.DurationSeconds), fmtTokens(t), fmtMoney(t.Cost), fmtPct(t.PassRate), orDash(suiteList(t)))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

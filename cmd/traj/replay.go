@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/report"
+	"github.com/trajlab/traj/replay/source"
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/location"
+)
+
+// ReplayCmd groups the offline replay commands.
+type ReplayCmd struct {
+	CheckoutPart ReplayCheckoutPartCmd `cmd:"" name:"checkout-part" help:"Write the repository as it was after one part."`
+	Evaluate     ReplayEvaluateCmd     `cmd:"" help:"Evaluate every distinct repository state of a trajectory against the test suites."`
+	Verify       ReplayVerifyCmd       `cmd:"" help:"Check a trajectory's integrity: parts, commits, checkpoints, bundle."`
+}
+
+// replaySource names the trajectory to replay.
+type replaySource struct {
+	TrajectoryID string `name:"trajectory-id" short:"t" help:"Trajectory id in the store, a trajectory folder, or an agent_trace.json path."`
+	Store        string `help:"Store: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
+	Trace        string `type:"path" help:"A loose agent_trace.json (with --bundle) instead of --trajectory-id."`
+	Bundle       string `type:"path" help:"A loose repo.bundle (with --trace)."`
+}
+
+func (s replaySource) open(ctx context.Context) (*source.Trajectory, error) {
+	t, err := source.Open(ctx, source.Request{
+		Ref: s.TrajectoryID, StoreURL: location.Choose(s.Store, os.Getenv),
+		TracePath: s.Trace, BundlePath: s.Bundle,
+	})
+	return t, usageExit(err)
+}
+
+// usageExit maps replay usage errors to exit code 2.
+func usageExit(err error) error {
+	if err != nil && errors.Is(err, replay.ErrUsage) {
+		return &exitError{2, err}
+	}
+	return err
+}
+
+// ReplayCheckoutPartCmd writes the repository at one part. Exit status: 2
+// for a bad part or destination, 1 for unreadable inputs.
+type ReplayCheckoutPartCmd struct {
+	replaySource
+	Part         int    `required:"" help:"Part index (1-based)."`
+	CheckoutDest string `name:"checkout-dest" required:"" type:"path" help:"Folder to write the repository into (must be empty or absent)."`
+	Output       string `type:"path" help:"Also write the JSON summary to this file."`
+	Force        bool   `help:"Replace the contents of a non-empty destination."`
+}
+
+func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
+	t, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	sum, err := replay.CheckoutPart(ctx, t.Trace, t.History, replay.CheckoutRequest{
+		Part: c.Part, Dest: c.CheckoutDest, Force: c.Force, Protected: t.Protected,
+	})
+	if err != nil {
+		return usageExit(err)
+	}
+	data, err := replay.MarshalIndent(sum)
+	if err != nil {
+		return err
+	}
+	if c.Output != "" {
+		if err := replay.WriteFileAtomic(c.Output, data); err != nil {
+			return err
+		}
+	}
+	_, err = g.Stdout.Write(data)
+	return err
+}
+
+// ReplayEvaluateCmd evaluates a trajectory. Exit status: 0 when every
+// distinct tree was evaluated (whatever the tests said), 1 when some could
+// not be (the output still holds the others), 2 for usage errors.
+type ReplayEvaluateCmd struct {
+	replaySource
+	Output   string   `required:"" type:"path" help:"Write the evaluation JSON here."`
+	Tests    []string `help:"Test paths, comma-separated (default: the trace's recorded test paths, else every suite but torture)." sep:","`
+	Workers  int      `help:"Distinct trees evaluated at once (0 = number of CPUs)." default:"0"`
+	HTML     string   `type:"path" help:"Also write an HTML report (charts and regressions) here."`
+	TestsDir string   `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
+	NoCache  bool     `name:"no-cache" help:"Neither read nor write the evaluation cache."`
+}
+
+func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
+	t, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	env, err := ccompiler.New(ccompiler.Config{TestsDir: c.TestsDir})
+	if err != nil {
+		return &exitError{2, err}
+	}
+	var recorded []string
+	if e := t.Trace.Environment; e != nil {
+		recorded = e.TestPaths
+	}
+	paths := c.Tests
+	if len(paths) == 0 {
+		paths = replay.DefaultTestPaths(recorded, env.TestPaths())
+	}
+	for _, p := range paths {
+		if !contains(env.TestPaths(), p) {
+			return &exitError{2, fmt.Errorf("unknown test path %q; valid paths: %s", p, strings.Join(env.TestPaths(), ", "))}
+		}
+	}
+	opts := replay.EvaluateOptions{
+		TestPaths: paths, Workers: c.Workers, EnvironmentName: "c-compiler", Logger: g.Logger,
+		Progress: replay.ProgressBar(g.Stderr, replay.IsTerminal(g.Stderr)),
+	}
+	if !c.NoCache {
+		opts.Cache = source.Cache(t.Store)
+	}
+	ev := &replay.EnvironmentEvaluator{Env: env, TreeWorkers: c.Workers}
+	out, evalErr := replay.Evaluate(ctx, t.Trace, t.History, ev, opts)
+	if out == nil {
+		return evalErr
+	}
+	data, err := replay.MarshalIndent(out)
+	if err != nil {
+		return err
+	}
+	if err := replay.WriteFileAtomic(c.Output, data); err != nil {
+		return err
+	}
+	if t.InStore {
+		if err := t.Store.Save(ctx, store.EvaluationKey(t.ID), store.Bytes(data)); err != nil {
+			g.Logger.Warn("keep evaluation in the store", "trajectory", t.ID, "err", err)
+		}
+	}
+	if c.HTML != "" {
+		if err := writeReportFile(c.HTML, report.Report{
+			Title: "Trajectory " + t.ID, Trajectories: []report.Trajectory{report.Summarize(t.Trace, out)},
+		}, report.WriteHTML); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(g.Stderr, "evaluated %d parts: %d commits, %d distinct trees, %d from cache, %d ms → %s\n",
+		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, c.Output)
+	return evalErr
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ReplayVerifyCmd checks a trajectory's integrity. Exit status: 0 when it
+// is intact, 1 listing every problem otherwise, 2 for usage errors.
+type ReplayVerifyCmd struct {
+	replaySource
+	JSON bool `help:"Print the problems as JSON."`
+}
+
+func (c *ReplayVerifyCmd) Run(ctx context.Context, g *Globals) error {
+	t, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	probs, err := replay.Verify(ctx, t.Trace, t.History)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		data, err := replay.MarshalIndent(map[string]any{"trajectory_id": t.ID, "ok": len(probs) == 0, "problems": nonNil(probs)})
+		if err != nil {
+			return err
+		}
+		g.Stdout.Write(data)
+	} else if len(probs) == 0 {
+		fmt.Fprintf(g.Stdout, "trajectory %s: ok (%d parts, every commit in the bundle)\n", t.ID, countParts(t))
+	} else {
+		fmt.Fprintf(g.Stdout, "trajectory %s: %d problem(s)\n", t.ID, len(probs))
+		for _, p := range probs {
+			fmt.Fprintf(g.Stdout, "  %s\n", p)
+		}
+	}
+	if len(probs) > 0 {
+		return &exitError{1, nil}
+	}
+	return nil
+}
+
+func nonNil(p []replay.Problem) []replay.Problem {
+	if p == nil {
+		return []replay.Problem{}
+	}
+	return p
+}
+
+func countParts(t *source.Trajectory) int {
+	n := 0
+	for _, turn := range t.Trace.Turns {
+		n += len(turn.Parts)
+	}
+	return n
+}

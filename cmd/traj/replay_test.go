@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/replaytest"
+	"github.com/trajlab/traj/trace/store"
+)
+
+// storeWith copies built trajectories into a local store folder.
+func storeWith(t *testing.T, tjs ...*replaytest.Trajectory) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, tj := range tjs {
+		for key, src := range map[string]string{store.TraceKey(tj.ID): tj.TracePath, store.BundleKey(tj.ID): tj.BundlePath} {
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(dir, filepath.FromSlash(key))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+func traj(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestReplayCommands(t *testing.T) {
+	tj := replaytest.Build(t, "traj-cli", replaytest.AttributionScriptBreaking("for_loop"), 3, true)
+	st := storeWith(t, tj)
+	work := t.TempDir()
+
+	t.Run("verify", func(t *testing.T) {
+		code, out, errOut := traj(t, "replay", "verify", "--trajectory-id", tj.ID, "--store", st)
+		if code != 0 || !strings.Contains(out, "ok (10 parts") {
+			t.Fatalf("verify: code %d\n%s%s", code, out, errOut)
+		}
+		// Loose files work too.
+		if code, out, errOut := traj(t, "replay", "verify", "--trace", tj.TracePath, "--bundle", tj.BundlePath, "--store", st); code != 0 {
+			t.Fatalf("verify loose files: code %d\n%s%s", code, out, errOut)
+		}
+	})
+
+	t.Run("verify lists problems", func(t *testing.T) {
+		bad := filepath.Join(work, "bad")
+		if err := os.MkdirAll(bad, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(tj.TracePath)
+		// Point part 4 at a commit the bundle lacks.
+		data = bytes.ReplaceAll(data, []byte(tj.Commits[3]), []byte(strings.Repeat("e", 40)))
+		os.WriteFile(filepath.Join(bad, "agent_trace.json"), data, 0o644)
+		b, _ := os.ReadFile(tj.BundlePath)
+		os.WriteFile(filepath.Join(bad, "repo.bundle"), b, 0o644)
+		code, out, _ := traj(t, "replay", "verify", "--trajectory-id", bad, "--store", st)
+		if code != 1 || !strings.Contains(out, "part 4: git_commit "+strings.Repeat("e", 40)+" is not in the bundle") || !strings.Contains(out, "part 5: commit_before") {
+			t.Fatalf("verify of a broken trace: code %d\n%s", code, out)
+		}
+	})
+
+	t.Run("checkout-part", func(t *testing.T) {
+		dest := filepath.Join(work, "repo_part_5")
+		summary := filepath.Join(work, "repo_part_5.json")
+		code, out, errOut := traj(t, "replay", "checkout-part", "--trajectory-id", tj.ID, "--store", st, "--part", "5", "--checkout-dest", dest, "--output", summary)
+		if code != 0 {
+			t.Fatalf("code %d\n%s%s", code, out, errOut)
+		}
+		var sum replay.CheckoutSummary
+		data, _ := os.ReadFile(summary)
+		if err := json.Unmarshal(data, &sum); err != nil || sum.Commit != tj.Commits[4] || sum.Part != 5 || sum.TrajectoryID != tj.ID || sum.Dest != dest {
+			t.Fatalf("summary %s (%v)", data, err)
+		}
+		if got, want := replaytest.Git(t, dest, "ls-tree", "-r", "HEAD"), replaytest.Git(t, tj.Work, "ls-tree", "-r", tj.Commits[4]); got != want {
+			t.Fatalf("tree differs:\n%s\nwant\n%s", got, want)
+		}
+		if st := replaytest.Git(t, dest, "status", "--porcelain"); st != "" {
+			t.Fatalf("status not clean: %s", st)
+		}
+		code, _, errOut = traj(t, "replay", "checkout-part", "--trajectory-id", tj.ID, "--store", st, "--part", "11", "--checkout-dest", filepath.Join(work, "x"))
+		if code != 2 || !strings.Contains(errOut, "parts 1..10") {
+			t.Fatalf("part 11: code %d %s", code, errOut)
+		}
+		code, _, errOut = traj(t, "replay", "checkout-part", "--trajectory-id", tj.ID, "--store", st, "--part", "2", "--checkout-dest", dest)
+		if code != 2 || !strings.Contains(errOut, "--force") {
+			t.Fatalf("non-empty dest: code %d %s", code, errOut)
+		}
+		inside := filepath.Join(st, "trajectories", tj.ID, "checkout")
+		code, _, errOut = traj(t, "replay", "checkout-part", "--trajectory-id", tj.ID, "--store", st, "--part", "2", "--checkout-dest", inside)
+		if code != 2 || !strings.Contains(errOut, "inside the trajectory's source folder") {
+			t.Fatalf("dest inside the store: code %d %s", code, errOut)
+		}
+	})
+
+	t.Run("evaluate twice and report", func(t *testing.T) {
+		out1 := filepath.Join(work, "eval1.json")
+		html := filepath.Join(work, "eval.html")
+		args := []string{"replay", "evaluate", "--trajectory-id", tj.ID, "--store", st, "--tests", "basics/control_flow", "--workers", "2"}
+		t0 := time.Now()
+		code, _, errOut := traj(t, append(args, "--output", out1, "--html", html)...)
+		first := time.Since(t0)
+		if code != 0 {
+			t.Fatalf("evaluate: code %d\n%s", code, errOut)
+		}
+		var o1 map[string]json.RawMessage
+		data, _ := os.ReadFile(out1)
+		if err := json.Unmarshal(data, &o1); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"commits_evaluated", "commit_evaluations", "part_to_commit", "part_evaluations", "test_attribution"} {
+			if _, ok := o1[k]; !ok {
+				t.Fatalf("output lacks %q", k)
+			}
+		}
+		var ev replay.Output
+		json.Unmarshal(data, &ev)
+		if ev.Stats.TreesEvaluated != 6 || ev.Stats.CacheHits != 0 || len(ev.PartToCommit) != 10 {
+			t.Fatalf("first evaluate stats %+v", ev.Stats)
+		}
+		if a := ev.TestAttribution["basics/control_flow/for_loop.c"]; a == nil || *a.FirstPassPart != 3 || a.BrokenAt[0] != 5 || a.FixedAt[0] != 8 {
+			t.Fatalf("attribution %+v", a)
+		}
+		entries, _ := os.ReadDir(filepath.Join(st, "evalcache"))
+		if len(entries) != 6 {
+			t.Fatalf("store holds %d cache entries, want 6", len(entries))
+		}
+		if _, err := os.Stat(filepath.Join(st, filepath.FromSlash(store.EvaluationKey(tj.ID)))); err != nil {
+			t.Fatal("evaluation report not kept in the store")
+		}
+
+		out2 := filepath.Join(work, "eval2.json")
+		t0 = time.Now()
+		code, _, errOut = traj(t, append(args, "--output", out2)...)
+		second := time.Since(t0)
+		if code != 0 {
+			t.Fatalf("second evaluate: code %d\n%s", code, errOut)
+		}
+		var ev2 replay.Output
+		data, _ = os.ReadFile(out2)
+		json.Unmarshal(data, &ev2)
+		if ev2.Stats.TreesEvaluated != 0 || ev2.Stats.CacheHits != 6 {
+			t.Fatalf("second evaluate stats %+v", ev2.Stats)
+		}
+		t.Logf("evaluate: first %v, second (cache) %v", first, second)
+
+		page, _ := os.ReadFile(html)
+		for _, want := range []string{"<svg", "pass rate by part", "Regressions", "basics/control_flow/for_loop.c"} {
+			if !bytes.Contains(page, []byte(want)) {
+				t.Fatalf("evaluate --html lacks %q", want)
+			}
+		}
+
+		rep := filepath.Join(work, "report")
+		code, stdout, errOut := traj(t, "report", "--store", st, "--html", rep+".html", "--csv", rep+".csv", "--json", rep+".json")
+		if code != 0 || !strings.Contains(stdout, tj.ID) {
+			t.Fatalf("report: code %d\n%s%s", code, stdout, errOut)
+		}
+		csv, _ := os.ReadFile(rep + ".csv")
+		if !strings.Contains(string(csv), tj.ID+",opencode,scripted/tiny,c-compiler,10,") || !strings.Contains(string(csv), ",evaluation,") {
+			t.Fatalf("csv:\n%s", csv)
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/report"
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/location"
+)
+
+// ReportCmd summarises every trajectory in a store (or a folder of
+// trajectory folders): a table on stdout, and HTML, JSON or CSV files.
+type ReportCmd struct {
+	Store string `help:"Store URL, or a folder of trajectory folders (default ./runs or TRAJ_STORE)."`
+	HTML  string `type:"path" help:"Write a self-contained HTML report (inline SVG charts) here."`
+	JSON  string `type:"path" help:"Write the report as JSON here."`
+	CSV   string `type:"path" help:"Write one CSV row per trajectory here."`
+	Title string `help:"Report title." default:"traj report"`
+}
+
+func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
+	raw := location.Choose(c.Store, os.Getenv)
+	var (
+		trajs []report.Trajectory
+		err   error
+	)
+	if isTrajectoryFolderTree(raw) {
+		trajs, err = report.CollectFolders(raw, g.Logger)
+	} else {
+		var st store.Store
+		st, err = location.Open(ctx, raw, location.Options{Logger: g.Logger})
+		if err != nil {
+			return &exitError{2, err}
+		}
+		trajs, err = report.Collect(ctx, st, g.Logger)
+	}
+	if err != nil {
+		return err
+	}
+	r := report.Report{Title: c.Title, Source: raw, Trajectories: trajs}
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, report.Report) error
+	}{{c.HTML, report.WriteHTML}, {c.JSON, report.WriteJSON}, {c.CSV, report.WriteCSV}} {
+		if out.path == "" {
+			continue
+		}
+		if err := writeReportFile(out.path, r, out.write); err != nil {
+			return err
+		}
+	}
+	return report.WriteText(g.Stdout, r)
+}
+
+// isTrajectoryFolderTree reports whether raw is a local folder that is not
+// a store (no trajectories/ inside) but holds trajectory folders.
+func isTrajectoryFolderTree(raw string) bool {
+	if location.Scheme(raw) != "" {
+		return false
+	}
+	if fi, err := os.Stat(raw); err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(raw, store.TrajectoriesDir))
+	return err != nil
+}
+
+// writeReportFile renders r with write and writes it atomically to path.
+func writeReportFile(path string, r report.Report, write func(io.Writer, report.Report) error) error {
+	var b bytes.Buffer
+	if err := write(&b, r); err != nil {
+		return err
+	}
+	return replay.WriteFileAtomic(path, b.Bytes())
+}
