@@ -15,7 +15,7 @@ import (
 
 // Problem is one way a trace breaks the contract.
 type Problem struct {
-	Path    string `json:"path"`             // JSON path, e.g. $.turns[2].parts[0].part
+	Path    string `json:"path"`   // JSON path, e.g. $.turns[2].parts[0].part
 	Offset  int64  `json:"offset"` // byte offset of a syntax error; -1 for other problems
 	Message string `json:"message"`
 }

@@ -91,24 +91,24 @@ type Writer struct {
 	stableEnd int64 // bytes [0, stableEnd) never change again
 	size      int64 // current length of both files
 
-	exchange    bool // RENAME_EXCHANGE works here
-	dirSynced   bool
-	err         error // sticky: a failed write leaves the shadow unknown
-	finished    bool
-	header      Header
-	turns       int // turns written (open or closed)
-	lastTurn    int // number of the last turn
-	turnOpen    bool
-	turnParts   int // parts in the open turn
-	partStart   int // first part of the open turn
-	lastPart    int
-	lastCommit  string
-	trailing    []json.RawMessage
-	artifacts   map[string]string
-	sessionEnd  *SessionEnd
-	enc         *json.Encoder
-	encBuf      bytes.Buffer
-	buf, tail   []byte
+	exchange   bool // RENAME_EXCHANGE works here
+	dirSynced  bool
+	err        error // sticky: a failed write leaves the shadow unknown
+	finished   bool
+	header     Header
+	turns      int // turns written (open or closed)
+	lastTurn   int // number of the last turn
+	turnOpen   bool
+	turnParts  int // parts in the open turn
+	partStart  int // first part of the open turn
+	lastPart   int
+	lastCommit string
+	trailing   []json.RawMessage
+	artifacts  map[string]string
+	sessionEnd *SessionEnd
+	enc        *json.Encoder
+	encBuf     bytes.Buffer
+	buf, tail  []byte
 }
 
 // ShadowPath is the hidden twin of the trace at path that the writer

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/trajlab/traj/trace"
+)
+
+// TraceCmd groups the commands that inspect a trace.
+type TraceCmd struct {
+	Show     TraceShowCmd     `cmd:"" help:"Summarize a trace: id, agent, model, parts, turns, end reason, final commit, best test results, tokens and cost."`
+	Validate TraceValidateCmd `cmd:"" help:"Check a trace against the schema and the part/turn invariants."`
+}
+
+// TraceShowCmd prints a trace summary.
+type TraceShowCmd struct {
+	Ref  string `arg:"" name:"ref" help:"Trace: an agent_trace.json path or a trajectory folder."`
+	JSON bool   `help:"Print the summary as JSON."`
+}
+
+func (c *TraceShowCmd) Run(ctx context.Context, g *Globals) error {
+	r, name, err := openTraceRef(ctx, g, c.Ref)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s, err := trace.Summarize(r)
+	if err != nil {
+		return fmt.Errorf("read trace %s: %w", name, err)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	return s.WriteText(g.Stdout)
+}
+
+// TraceValidateCmd validates a trace. Exit status 1 when the trace breaks
+// the contract (the first problem is printed), 2 when it cannot be read.
+type TraceValidateCmd struct {
+	Ref string `arg:"" name:"ref" help:"Trace: an agent_trace.json path or a trajectory folder."`
+	All bool   `help:"Print every problem, not only the first."`
+}
+
+func (c *TraceValidateCmd) Run(ctx context.Context, g *Globals) error {
+	r, name, err := openTraceRef(ctx, g, c.Ref)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	probs := trace.Validate(r)
+	if len(probs) == 0 {
+		r.Close()
+		r, _, err := openTraceRef(ctx, g, c.Ref)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		s, err := trace.Summarize(r)
+		if err != nil {
+			return fmt.Errorf("read trace %s: %w", name, err)
+		}
+		end := s.EndReason
+		if end == "" {
+			end = "unfinished"
+		}
+		fmt.Fprintf(g.Stdout, "ok: %s: trajectory %s, schema %s, %d parts in %d turns, %s\n", name, s.TrajectoryID, s.SchemaVersion, s.Parts, s.Turns, end)
+		return nil
+	}
+	if c.All {
+		for _, p := range probs {
+			fmt.Fprintln(g.Stdout, p.String())
+		}
+	}
+	more := ""
+	if len(probs) > 1 && !c.All {
+		more = fmt.Sprintf(" (and %d more; --all lists them)", len(probs)-1)
+	}
+	return &exitError{1, errors.New("invalid trace " + name + ": " + probs[0].String() + more)}
+}

@@ -1,0 +1,205 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Summary is what `traj trace show` prints: the facts of a trajectory a
+// researcher looks at first.
+type Summary struct {
+	TrajectoryID  string `json:"trajectory_id"`
+	SchemaVersion string `json:"schema_version"` // "0" for original-recorder traces
+	Agent         string `json:"agent"`
+	AgentModel    string `json:"agent_model"`
+	Task          string `json:"task,omitempty"`
+	StartedAt     string `json:"started_at"`
+	Parts         int    `json:"parts"`
+	Turns         int    `json:"turns"`
+	// EndReason is session_end.reason; empty while the run is unfinished.
+	EndReason   string `json:"end_reason"`
+	EndDetail   string `json:"end_detail,omitempty"`
+	FinalCommit string `json:"final_commit"`
+	// Tests holds the best run_tests result per test path, by path.
+	Tests     []TestResult      `json:"tests"`
+	Tokens    *Tokens           `json:"tokens,omitempty"`
+	Cost      *float64          `json:"cost,omitempty"`
+	Artifacts map[string]string `json:"artifacts,omitempty"`
+}
+
+// TestResult is the best result seen for one test path: the most passed
+// tests, first reached at Part.
+type TestResult struct {
+	Path   string `json:"path"`
+	Passed int64  `json:"passed"`
+	Failed int64  `json:"failed"`
+	Total  int64  `json:"total"`
+	Part   int    `json:"part"`
+	Calls  int    `json:"calls"` // run_tests calls on this path
+}
+
+// runTestsResult is the part of a run_tests result the summary reads.
+type runTestsResult struct {
+	Passed *int64 `json:"passed"`
+	Failed int64  `json:"failed"`
+	Total  int64  `json:"total"`
+}
+
+// Summarize reads a trace once, streaming, and summarizes it. Tokens and
+// cost are session_end's when present, else the sum over parts.
+func Summarize(r io.Reader) (*Summary, error) {
+	var s Summary
+	best := map[string]*TestResult{}
+	var tokens Tokens
+	var cost float64
+	haveTokens, haveCost := false, false
+	lastCommit := ""
+	err := Scan(r, Visitor{
+		OnPart: func(_ int, p *Part) error {
+			s.Parts++
+			if p.GitCommit != "" {
+				lastCommit = p.GitCommit
+			}
+			if p.Tokens != nil {
+				tokens.Add(*p.Tokens)
+				haveTokens = true
+			}
+			if p.Cost != nil {
+				cost += *p.Cost
+				haveCost = true
+			}
+			for _, c := range p.EnvoiCalls {
+				var res runTestsResult
+				if c.Path == "" || json.Unmarshal(c.Result, &res) != nil || res.Passed == nil {
+					continue
+				}
+				b := best[c.Path]
+				if b == nil {
+					b = &TestResult{Path: c.Path, Passed: -1}
+					best[c.Path] = b
+				}
+				b.Calls++
+				if *res.Passed > b.Passed {
+					b.Passed, b.Failed, b.Total, b.Part = *res.Passed, res.Failed, res.Total, p.Part
+				}
+			}
+			return nil
+		},
+		OnTurn: func(int, *Turn) error { s.Turns++; return nil },
+		OnEnd: func(t *Trace) error {
+			s.TrajectoryID, s.SchemaVersion = t.TrajectoryID, t.SchemaVersion
+			s.Agent, s.AgentModel, s.Task, s.StartedAt = t.Agent, t.AgentModel, t.Task, t.StartedAt
+			s.Artifacts = t.Artifacts
+			if e := t.SessionEnd; e != nil {
+				s.EndReason, s.EndDetail, s.FinalCommit = e.Reason, e.Detail, e.FinalGitCommit
+				if e.Tokens != nil {
+					tokens, haveTokens = *e.Tokens, true
+				}
+				if e.Cost != nil {
+					cost, haveCost = *e.Cost, true
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.SchemaVersion == "" {
+		s.SchemaVersion = "0"
+	}
+	if s.FinalCommit == "" {
+		s.FinalCommit = lastCommit
+	}
+	if haveTokens {
+		s.Tokens = &tokens
+	}
+	if haveCost {
+		s.Cost = &cost
+	}
+	s.Tests = []TestResult{}
+	for _, b := range best {
+		s.Tests = append(s.Tests, *b)
+	}
+	sort.Slice(s.Tests, func(i, j int) bool { return s.Tests[i].Path < s.Tests[j].Path })
+	return &s, nil
+}
+
+// WriteText prints s for people.
+func (s *Summary) WriteText(out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	version := s.SchemaVersion
+	if version == "0" {
+		version = "0 (original recorder)"
+	}
+	row("trajectory", s.TrajectoryID)
+	row("schema", version)
+	row("agent", s.Agent)
+	row("model", s.AgentModel)
+	row("task", s.Task)
+	row("started", s.StartedAt)
+	row("parts", fmt.Sprint(s.Parts))
+	row("turns", fmt.Sprint(s.Turns))
+	end := s.EndReason
+	if end == "" {
+		end = "(unfinished: no session_end)"
+	}
+	if s.EndDetail != "" {
+		end += ": " + s.EndDetail
+	}
+	row("end", end)
+	final := s.FinalCommit
+	if final == "" {
+		final = "(none)"
+	}
+	row("final commit", final)
+	if t := s.Tokens; t != nil {
+		row("tokens", fmt.Sprintf("%d (input %d, output %d, reasoning %d, cache read %d, cache write %d)",
+			t.Total(), t.Input, t.Output, t.Reasoning, t.CacheRead, t.CacheWrite))
+	}
+	if s.Cost != nil {
+		row("cost", fmt.Sprintf("$%.4f", *s.Cost))
+	}
+	if len(s.Artifacts) > 0 {
+		keys := make([]string, 0, len(s.Artifacts))
+		for k := range s.Artifacts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			row("artifact "+k, s.Artifacts[k])
+		}
+	}
+	if len(s.Tests) == 0 {
+		row("tests", "(no run_tests results)")
+	} else {
+		row("tests", "best run_tests result per path:")
+		for _, t := range s.Tests {
+			fmt.Fprintf(tw, "  %s\t%d/%d passed (part %d, %d %s)\n", t.Path, t.Passed, t.Total, t.Part, t.Calls, plural(t.Calls, "call"))
+		}
+	}
+	return tw.Flush()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// String is WriteText into a string.
+func (s *Summary) String() string {
+	var b strings.Builder
+	s.WriteText(&b) //nolint:errcheck // strings.Builder does not fail
+	return b.String()
+}
