@@ -42,6 +42,7 @@ type CLI struct {
 	MCP    MCPCmd    `cmd:"" name:"mcp" help:"Serve the run_tests MCP tool over stdio for a workspace."`
 	Replay ReplayCmd `cmd:"" help:"Replay a trajectory offline: checkout-part, evaluate, verify."`
 	Report ReportCmd `cmd:"" help:"Summarise every trajectory in a store: table, HTML charts, JSON, CSV."`
+	Trace  TraceCmd  `cmd:"" help:"Inspect a trace: show a summary, validate it."`
 }
 
 func main() {
@@ -57,7 +58,20 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// kongExit is how kong's Exit (after --help or --version) unwinds run
+// instead of ending the process, so run stays testable.
+type kongExit struct{ code int }
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			code = e.code
+		}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -69,6 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		kong.UsageOnError(),
 		kong.Vars{"version": versionString()},
 		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(&cli.Globals),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
