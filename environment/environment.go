@@ -1,11 +1,3 @@
-// Package environment defines what a test environment is to the rest of traj:
-// something that builds an agent's workspace, lists the test paths it knows,
-// runs one test path against the built workspace and names its own version,
-// so replay can cache results by (tree, environment version).
-//
-// The C-compiler environment lives in environment/ccompiler; the run_tests
-// MCP server that exposes an Environment to the agent lives in
-// environment/mcp.
 package environment
 
 import (

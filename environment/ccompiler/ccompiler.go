@@ -1,9 +1,3 @@
-// Package ccompiler is the C-compiler test environment: the agent's
-// workspace has a build.sh that produces ./cc, invoked as
-// `./cc input.c [more.c …] -o output`. The environment builds it, then runs
-// the shipped basics suite and the public suites (writing-a-c-compiler-tests,
-// c-testsuite, gcc torture) against it. See doc.go for the test paths, the
-// pass rules and the Result JSON.
 package ccompiler
 
 import (
@@ -38,6 +32,9 @@ const (
 	DefaultRunTimeout     = 5 * time.Second
 	DefaultOutputLimit    = 64 << 10
 	stderrTailBytes       = 2 << 10
+	// reportBytes caps expected/actual stdout as reported in a CaseResult;
+	// comparisons use the full captured output.
+	reportBytes = 4 << 10
 )
 
 //go:embed basics
@@ -255,7 +252,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		for i, c := range cases {
 			res.Cases[i] = environment.CaseResult{
 				Name: c.name, Phase: environment.PhaseBuild, ExpectReject: c.expectReject,
-				ExpectedStdout: c.stdout, ExpectedExitCode: c.exitCode, ActualExitCode: -1,
+				ExpectedStdout: reported(c.stdout), ExpectedExitCode: c.exitCode, ActualExitCode: -1,
 				Error: "build failed: " + res.Build.Error,
 			}
 			if o.Progress != nil {
@@ -339,7 +336,7 @@ func withDefaults(o environment.RunOptions) environment.RunOptions {
 func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o environment.RunOptions) environment.CaseResult {
 	r := environment.CaseResult{
 		Name: tc.name, Phase: environment.PhaseCompile, ExpectReject: tc.expectReject,
-		ExpectedStdout: tc.stdout, ExpectedExitCode: tc.exitCode, ActualExitCode: -1,
+		ExpectedStdout: reported(tc.stdout), ExpectedExitCode: tc.exitCode, ActualExitCode: -1,
 	}
 	defer os.RemoveAll(dir)
 	srcs, err := e.stage(dir, tc)
@@ -387,7 +384,7 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	run := runProc(ctx, o.RunTimeout, o.OutputLimit, tc.combineStderr, dir, out)
 	r.RunMS = run.elapsed.Milliseconds()
 	r.ActualExitCode = run.exitCode
-	r.ActualStdout = run.stdout
+	r.ActualStdout = clip(run.stdout, reportBytes)
 	r.StderrTail = tail(run.stderr, stderrTailBytes)
 	switch {
 	case run.startErr != nil:
@@ -423,6 +420,14 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	}
 	r.Passed = true
 	return r
+}
+
+// reported returns the expected stdout as a CaseResult shows it.
+func reported(s *string) *string {
+	if s == nil || len(*s) <= reportBytes {
+		return s
+	}
+	return strp(clip(*s, reportBytes))
 }
 
 // stage copies a case's sources into its private folder (so a compiler that

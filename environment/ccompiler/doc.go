@@ -1,0 +1,53 @@
+// Package ccompiler is the C-compiler test environment. The agent's
+// workspace has a build.sh; `bash build.sh` (300 s limit) must produce an
+// executable ./cc, which is invoked exactly as
+//
+//	./cc input.c [more.c …] -o output
+//
+// with absolute paths, from a private temp folder per case (sources are
+// copied there first, so a compiler that writes next to its input never
+// touches the fixtures). No other flags are ever passed: not -w, not a
+// torture test's dg-options (tests that need them are skipped).
+//
+// # Suites and how a case passes
+//
+//   - basics (shipped here, embedded from basics/): basics/<category>/<name>.c,
+//     or basics/multi_file/<case>/*.c compiled together in name order. The
+//     first `// expect: exit=N stdout="…"` line (stdout Go-quoted, absent
+//     means empty) gives the exit code and the exact stdout.
+//   - wacct (writing-a-c-compiler-tests, TESTS/wacct/tests/chapter_<n>/…):
+//     valid/ programs must compile, and running them must give
+//     expected_results.json's return_code and stdout (empty when absent) and
+//     empty stderr. Under valid/libraries/, X_client.c is compiled with X.c.
+//     invalid_*/ programs must be rejected: ./cc exits non-zero and leaves
+//     no executable and no .s/.o file. extra_credit/ tests are included.
+//   - c_testsuite (c-testsuite, TESTS/c-testsuite/tests/single-exec/N.c):
+//     the program must exit 0 and its stdout and stderr together must equal
+//     N.c.expected exactly.
+//   - torture (gcc torture execute, TESTS/torture/SingleSource/Regression/C/
+//     gcc-c-torture/execute/*.c, top level only): the program must exit 0
+//     (abort() is a failure). Tests outside standard C are skipped, see
+//     torture_skip.go for the rules and their reasons.
+//
+// # Test paths
+//
+// all, basics, basics/<category>, wacct, wacct/chapter_<n>, c_testsuite,
+// c_testsuite/part_<n>, torture, torture/part_<n>. Parts are fixed shards
+// of ShardSize (50) cases of the suite sorted by name: part_1 is the first
+// 50. TestPaths lists only what exists given the fixtures present; "all"
+// runs basics plus every suite present. A path of a suite whose folder is
+// missing fails with environment.ErrSuiteMissing naming the folder and the
+// public repository to copy it from.
+//
+// # Execution
+//
+// Cases run in parallel (RunOptions.Workers, default the CPU count), each
+// compile and run in its own process group with a timeout (10 s compile,
+// 5 s run by default); on timeout the whole group gets SIGKILL, and once
+// more after every process exits so no grandchild survives. Output is
+// captured up to 64 KiB per stream. Results are sorted by case name.
+//
+// Version() is sha256 over RunnerVersion, ShardSize and the content of every
+// suite file read (embedded basics, fixtures present); bump RunnerVersion
+// whenever pass rules, skip rules or invocation change.
+package ccompiler
