@@ -1,0 +1,100 @@
+// Package trace is the agent_trace.json contract: its Go types, its JSON
+// Schema, a crash-safe per-part writer, a streaming reader and a
+// validator. It depends on nothing else in traj.
+//
+// # Schema, version 1
+//
+// The field names are those of the original (Python) recorder, so traces
+// it wrote load and validate here; they have no schema_version (read as
+// version "0"). The JSON Schema (draft 2020-12) is
+// schema/agent_trace.schema.json, embedded (SchemaJSON, CompileSchemas).
+// Unknown fields are allowed everywhere, for forward compatibility.
+//
+// Top level, in the order traj writes it:
+//
+//	schema_version   traj: "1". Absent in original traces.
+//	trajectory_id    the run's id.
+//	session_id       root OpenCode session.
+//	agent            e.g. "opencode".
+//	agent_model      PROVIDER/MODEL.
+//	started_at       RFC 3339 (traj writes UTC with microseconds).
+//	task             traj: the task name.
+//	environment      traj: {name, version, test_paths}: what scored the run.
+//	turns            array of turns (below).
+//	artifacts        {agent_trace, repo_bundle: URI}; {} while running.
+//	session_end      null while running, then {reason, total_parts,
+//	                 total_turns, final_git_commit} plus traj's ended_at,
+//	                 detail, tokens, cost. reason is one of solved,
+//	                 part_limit, timeout, agent_error, envoi_error,
+//	                 interrupted.
+//
+// A turn: turn (number, 1-based), timestamp, prompt, traj's session_id,
+// parts, traj's trailing_parts (verbatim server parts after the last
+// counted one, uncounted), part_start and part_end (first/last part
+// index; null for a turn without parts), traj's ended_at (absent while
+// the turn runs).
+//
+// A part: part (global index, 1..N without gaps across turns), timestamp,
+// prompt (the turn's prompt on its first part), message_id, sessions and
+// new_messages (verbatim server objects first seen with this part),
+// session_ids, envoi_calls (run_tests calls completed in this part:
+// path, timestamp, duration_ms, status_code, error, result — result has
+// at least passed, failed, total — and traj's call_id), repo_checkpoint
+// (commit_before, commit_after, changed_files, and traj's committed),
+// git_commit (the workspace commit after the part). traj adds session_id
+// (root or sub-agent session), part_id, part_type, tool, content (the
+// completed part exactly as the server sent it), other_parts (uncounted
+// parts since the previous counted one, verbatim), tokens {input, output,
+// reasoning, cache_read, cache_write} and cost.
+//
+// Invariants checked by Validate beyond the schema: part indices 1..N
+// without gaps; each turn's part_start/part_end equal its first/last
+// part; every part has a non-empty git_commit; session_end totals equal
+// the counted parts and turns.
+//
+// # Layout on disk
+//
+// The writer lays the document out so that only a short closing tail
+// changes when something is added: header fields, then "turns":[, each
+// turn's fixed fields then "parts":[ and its parts, then the turn's
+// changing fields (trailing_parts, part_start, part_end, ended_at), and
+// last the top-level artifacts and session_end:
+//
+//	{"schema_version":"1",…,"turns":[
+//	{"turn":1,…,"parts":[
+//	{"part":1,…},
+//	{"part":2,…}],"part_start":1,"part_end":2,"ended_at":"…"},
+//	{"turn":2,…,"parts":[
+//	{"part":3,…}],"part_start":3,"part_end":3}      <- tail from here
+//	],"artifacts":{},"session_end":null}
+//
+// Appending a part writes ",\n<part>" plus the new tail at the tail's
+// offset: O(part size), never a rewrite of the file.
+//
+// # Crash safety
+//
+// Writing the tail in place is not enough: a kill can tear a large
+// write() of a regular file at a page boundary and leave invalid JSON. So
+// the writer keeps two files with the same content, agent_trace.json and
+// a hidden twin .agent_trace.json.shadow, and an open descriptor on each.
+// Each mutation is written into the twin (and fdatasync'ed with
+// WriterOptions.Sync), then renameat2(RENAME_EXCHANGE) swaps the two
+// names atomically, then the same bytes are written into the other file,
+// which is now the twin. At every instant the name agent_trace.json
+// refers to a complete document: the old one before the exchange, the new
+// one after. The folder is fsync'ed after the first exchange. Where the
+// filesystem cannot exchange names (EINVAL/ENOSYS/EOPNOTSUPP), the writer
+// warns once and falls back to copying the whole document to a temp file
+// and renaming it over the trace: still crash-safe, but O(trace size) per
+// mutation. Without Sync the guarantee covers a killed process (the page
+// cache survives); with Sync it also covers power loss, except that the
+// very last exchange may be lost.
+//
+// OpenForAppend resumes a trace after a crash: it walks the file once to
+// find where the fixed bytes end and what the tail must say, copies it to
+// a fresh twin, and continues part numbering where the file stops.
+//
+// WriterOptions.OnChunk reports each mutation's new fixed bytes and the
+// new tail; the concatenation of all chunks' Data plus the last Tail is
+// the file, which lets an uploader ship per-part pieces.
+package trace
