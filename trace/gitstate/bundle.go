@@ -1,0 +1,442 @@
+package gitstate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// Bundle errors. Each error a reader returns wraps one of these.
+var (
+	// ErrNotBundle: the data does not start with a git bundle signature.
+	ErrNotBundle = errors.New("not a git bundle")
+	// ErrUnsupportedBundle: a bundle version or capability traj does not read
+	// (for example @object-format=sha256 or @filter).
+	ErrUnsupportedBundle = errors.New("unsupported git bundle")
+	// ErrTruncatedBundle: the data ends before the header or the pack does.
+	ErrTruncatedBundle = errors.New("truncated git bundle")
+	// ErrCorruptBundle: a malformed header line, a pack checksum mismatch,
+	// or a pack that does not hold the objects its header promises.
+	ErrCorruptBundle = errors.New("corrupt git bundle")
+	// ErrMissingPrerequisite: the target lacks a commit the bundle needs.
+	ErrMissingPrerequisite = errors.New("git bundle prerequisite missing")
+	// ErrEmptyBundle: there is no ref to bundle.
+	ErrEmptyBundle = errors.New("no refs to bundle")
+)
+
+const (
+	bundleV2 = "# v2 git bundle\n"
+	bundleV3 = "# v3 git bundle\n"
+	// packWindow is git's default delta search window.
+	packWindow = 10
+	// maxHeaderLine bounds one header line so garbage input cannot make
+	// the reader buffer without limit.
+	maxHeaderLine = 64 << 10
+)
+
+// BundlePrerequisite is a commit a bundle's reader must already have.
+type BundlePrerequisite struct {
+	Hash    plumbing.Hash
+	Comment string
+}
+
+// BundleRef is one ref a bundle carries.
+type BundleRef struct {
+	Name plumbing.ReferenceName
+	Hash plumbing.Hash
+}
+
+// BundleHeader is what a bundle says before its pack.
+type BundleHeader struct {
+	Version       int
+	Prerequisites []BundlePrerequisite
+	Refs          []BundleRef
+}
+
+// RefMap returns the refs by name.
+func (h *BundleHeader) RefMap() map[plumbing.ReferenceName]plumbing.Hash {
+	m := make(map[plumbing.ReferenceName]plumbing.Hash, len(h.Refs))
+	for _, r := range h.Refs {
+		m[r.Name] = r.Hash
+	}
+	return m
+}
+
+// BundleOptions select what a bundle leaves out.
+type BundleOptions struct {
+	// Prerequisites are commits the reader already has: their history and
+	// every object of their trees are left out, and each becomes a
+	// "-<sha>" line. Empty makes a full bundle.
+	Prerequisites []plumbing.Hash
+}
+
+// WriteBundle writes a v2 bundle of every ref of the repository, HEAD
+// included.
+func (r *Repo) WriteBundle(ctx context.Context, w io.Writer, opts BundleOptions) (*BundleHeader, error) {
+	return WriteBundle(ctx, r.st, w, opts)
+}
+
+// WriteBundle writes a v2 bundle of every ref in st (HEAD included) that
+// `git bundle verify` and `git clone` accept.
+func WriteBundle(ctx context.Context, st storer.Storer, w io.Writer, opts BundleOptions) (*BundleHeader, error) {
+	h, err := writeBundle(ctx, st, w, opts)
+	if err != nil {
+		return nil, fmt.Errorf("write bundle: %w", err)
+	}
+	return h, nil
+}
+
+func writeBundle(ctx context.Context, st storer.Storer, w io.Writer, opts BundleOptions) (*BundleHeader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	hdr := &BundleHeader{Version: 2}
+	refs, err := bundleRefs(st)
+	if err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		return nil, ErrEmptyBundle
+	}
+	hdr.Refs = refs
+	for _, p := range opts.Prerequisites {
+		c, err := object.GetCommit(st, p)
+		if err != nil {
+			return nil, fmt.Errorf("prerequisite %s: %w: %w", p, ErrUnknownCommit, err)
+		}
+		subject, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n")
+		hdr.Prerequisites = append(hdr.Prerequisites, BundlePrerequisite{Hash: p, Comment: subject})
+	}
+	objs, err := bundleObjects(ctx, st, refs, opts.Prerequisites)
+	if err != nil {
+		return nil, err
+	}
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(bundleV2)
+	for _, p := range hdr.Prerequisites {
+		fmt.Fprintf(bw, "-%s %s\n", p.Hash, p.Comment)
+	}
+	for _, r := range hdr.Refs {
+		fmt.Fprintf(bw, "%s %s\n", r.Hash, r.Name)
+	}
+	bw.WriteString("\n")
+	if _, err := packfile.NewEncoder(bw, st, false).Encode(objs, packWindow); err != nil {
+		return nil, fmt.Errorf("encode pack: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	return hdr, nil
+}
+
+// bundleRefs lists HEAD (resolved) and then every ref under refs/ by name.
+func bundleRefs(st storer.ReferenceStorer) ([]BundleRef, error) {
+	var refs []BundleRef
+	iter, err := st.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference && strings.HasPrefix(ref.Name().String(), "refs/") {
+			refs = append(refs, BundleRef{Name: ref.Name(), Hash: ref.Hash()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	if head, err := storer.ResolveReference(st, plumbing.HEAD); err == nil {
+		refs = append([]BundleRef{{Name: plumbing.HEAD, Hash: head.Hash()}}, refs...)
+	}
+	return refs, nil
+}
+
+// bundleObjects lists the objects reachable from the refs but not from the
+// prerequisites: commits down to a prerequisite, and their trees and blobs
+// minus everything in the prerequisites' trees. It reads only the commits
+// after the prerequisites and their trees, so an incremental bundle costs
+// what changed, not the whole history.
+func bundleObjects(ctx context.Context, st storer.EncodedObjectStorer, refs []BundleRef, prereqs []plumbing.Hash) ([]plumbing.Hash, error) {
+	have := map[plumbing.Hash]bool{}
+	stop := map[plumbing.Hash]bool{}
+	for _, p := range prereqs {
+		stop[p] = true
+		c, err := object.GetCommit(st, p)
+		if err != nil {
+			return nil, fmt.Errorf("read prerequisite %s: %w", p, err)
+		}
+		if err := walkTree(ctx, st, c.TreeHash, have, func(plumbing.Hash) {}); err != nil {
+			return nil, err
+		}
+	}
+	var out []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	var queue []plumbing.Hash
+	for _, r := range refs {
+		queue = append(queue, r.Hash)
+	}
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h := queue[0]
+		queue = queue[1:]
+		if stop[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		obj, err := st.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", h, err)
+		}
+		add := func(h plumbing.Hash) { out = append(out, h) }
+		switch obj.Type() {
+		case plumbing.CommitObject:
+			c, err := object.DecodeCommit(st, obj)
+			if err != nil {
+				return nil, fmt.Errorf("decode commit %s: %w", h, err)
+			}
+			out = append(out, h)
+			if err := walkTree(ctx, st, c.TreeHash, have, add); err != nil {
+				return nil, err
+			}
+			queue = append(queue, c.ParentHashes...)
+		case plumbing.TagObject:
+			t, err := object.DecodeTag(st, obj)
+			if err != nil {
+				return nil, fmt.Errorf("decode tag %s: %w", h, err)
+			}
+			out = append(out, h)
+			queue = append(queue, t.Target)
+		case plumbing.TreeObject:
+			if err := walkTree(ctx, st, h, have, add); err != nil {
+				return nil, err
+			}
+		default:
+			if !have[h] {
+				have[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	return out, nil
+}
+
+// walkTree visits the tree and everything below it not yet in have,
+// adding each to have. Subtrees already in have are skipped whole.
+func walkTree(ctx context.Context, st storer.EncodedObjectStorer, h plumbing.Hash, have map[plumbing.Hash]bool, visit func(plumbing.Hash)) error {
+	if have[h] {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	have[h] = true
+	visit(h)
+	t, err := object.GetTree(st, h)
+	if err != nil {
+		return fmt.Errorf("read tree %s: %w", h, err)
+	}
+	for _, e := range t.Entries {
+		switch {
+		case e.Mode == filemode.Submodule:
+			// a gitlink names a commit of another repository: not ours to carry
+		case e.Mode == filemode.Dir:
+			if err := walkTree(ctx, st, e.Hash, have, visit); err != nil {
+				return err
+			}
+		case !have[e.Hash]:
+			have[e.Hash] = true
+			visit(e.Hash)
+		}
+	}
+	return nil
+}
+
+// ReadBundleHeader reads a bundle's header and leaves br at its pack.
+func ReadBundleHeader(br *bufio.Reader) (*BundleHeader, error) {
+	line, err := readHeaderLine(br)
+	if err != nil {
+		if errors.Is(err, ErrTruncatedBundle) && line == "" {
+			return nil, fmt.Errorf("%w: empty input", ErrNotBundle)
+		}
+		return nil, err
+	}
+	hdr := &BundleHeader{}
+	switch line + "\n" {
+	case bundleV2:
+		hdr.Version = 2
+	case bundleV3:
+		hdr.Version = 3
+	default:
+		return nil, fmt.Errorf("%w: signature %.40q", ErrNotBundle, line)
+	}
+	for {
+		line, err := readHeaderLine(br)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case line == "":
+			return hdr, nil
+		case hdr.Version == 3 && strings.HasPrefix(line, "@"):
+			if line != "@object-format=sha1" {
+				return nil, fmt.Errorf("%w: capability %q", ErrUnsupportedBundle, line)
+			}
+		case strings.HasPrefix(line, "-"):
+			hexs, comment, _ := strings.Cut(line[1:], " ")
+			h, ok := parseHash(hexs)
+			if !ok {
+				return nil, fmt.Errorf("%w: prerequisite line %.80q", ErrCorruptBundle, line)
+			}
+			hdr.Prerequisites = append(hdr.Prerequisites, BundlePrerequisite{Hash: h, Comment: comment})
+		default:
+			hexs, name, ok := strings.Cut(line, " ")
+			h, okHash := parseHash(hexs)
+			if !ok || !okHash || (name != "HEAD" && !strings.HasPrefix(name, "refs/")) || strings.Contains(name, "..") {
+				return nil, fmt.Errorf("%w: ref line %.80q", ErrCorruptBundle, line)
+			}
+			hdr.Refs = append(hdr.Refs, BundleRef{Name: plumbing.ReferenceName(name), Hash: h})
+		}
+	}
+}
+
+func readHeaderLine(br *bufio.Reader) (string, error) {
+	var b []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		b = append(b, chunk...)
+		if len(b) > maxHeaderLine {
+			return "", fmt.Errorf("%w: header line longer than %d bytes", ErrCorruptBundle, maxHeaderLine)
+		}
+		switch {
+		case err == nil:
+			return string(b[:len(b)-1]), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return string(b), fmt.Errorf("%w: header ends early", ErrTruncatedBundle)
+		default:
+			return "", fmt.Errorf("read bundle header: %w", err)
+		}
+	}
+}
+
+func parseHash(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 {
+		return plumbing.ZeroHash, false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return plumbing.NewHash(s), true
+}
+
+// ReadBundleInto stores the objects of the bundle read from r into st and
+// returns its header; it does not change any ref. Every prerequisite must
+// already be in st. The pack is indexed by go-git's packfile parser backed
+// by st, so thin packs (deltas against prerequisite objects) resolve. The
+// pack is held in memory and its checksum verified before anything is
+// stored, so a truncated or corrupt bundle stores nothing.
+func ReadBundleInto(ctx context.Context, st storer.EncodedObjectStorer, r io.Reader) (*BundleHeader, error) {
+	h, err := readBundleInto(ctx, st, r)
+	if err != nil {
+		return nil, fmt.Errorf("read bundle: %w", err)
+	}
+	return h, nil
+}
+
+func readBundleInto(ctx context.Context, st storer.EncodedObjectStorer, r io.Reader) (*BundleHeader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	hdr, err := ReadBundleHeader(br)
+	if err != nil {
+		return nil, err
+	}
+	if len(hdr.Refs) == 0 {
+		return nil, fmt.Errorf("%w: no refs", ErrCorruptBundle)
+	}
+	pack, err := io.ReadAll(br)
+	if err != nil {
+		return nil, fmt.Errorf("read pack: %w", err)
+	}
+	if err := checkPack(pack); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, p := range hdr.Prerequisites {
+		if st.HasEncodedObject(p.Hash) != nil {
+			missing = append(missing, p.Hash.String())
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrMissingPrerequisite, strings.Join(missing, ", "))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	parser, err := packfile.NewParserWithStorage(packfile.NewScanner(bytes.NewReader(pack)), st)
+	if err != nil {
+		return nil, fmt.Errorf("index pack: %w", err)
+	}
+	if _, err := parser.Parse(); err != nil {
+		if errors.Is(err, packfile.ErrReferenceDeltaNotFound) {
+			return nil, fmt.Errorf("%w: delta base not in pack or storage: %w", ErrMissingPrerequisite, err)
+		}
+		return nil, fmt.Errorf("%w: index pack: %w", ErrCorruptBundle, err)
+	}
+	for _, ref := range hdr.Refs {
+		if st.HasEncodedObject(ref.Hash) != nil {
+			return nil, fmt.Errorf("%w: ref %s points to %s, which the pack lacks", ErrCorruptBundle, ref.Name, ref.Hash)
+		}
+	}
+	return hdr, nil
+}
+
+// checkPack verifies the pack signature and trailing SHA-1 checksum, and
+// tells a cut-off pack from a damaged one.
+func checkPack(pack []byte) error {
+	if len(pack) < 12+sha1.Size {
+		return fmt.Errorf("%w: pack of %d bytes", ErrTruncatedBundle, len(pack))
+	}
+	if string(pack[:4]) != "PACK" {
+		return fmt.Errorf("%w: pack signature %q", ErrCorruptBundle, pack[:4])
+	}
+	body, sum := pack[:len(pack)-sha1.Size], pack[len(pack)-sha1.Size:]
+	if got := sha1.Sum(body); bytes.Equal(got[:], sum) {
+		return nil
+	}
+	// Scan the objects: running out of data means the pack was cut off.
+	sc := packfile.NewScanner(bytes.NewReader(pack))
+	_, n, err := sc.Header()
+	for i := uint32(0); err == nil && i < n; i++ {
+		if _, err = sc.NextObjectHeader(); err == nil {
+			_, _, err = sc.NextObject(io.Discard)
+		}
+	}
+	if err == nil {
+		_, err = sc.Checksum()
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: pack ends early", ErrTruncatedBundle)
+	}
+	return fmt.Errorf("%w: pack checksum mismatch", ErrCorruptBundle)
+}
