@@ -73,9 +73,11 @@ type RunOptions struct {
 
 // BuildResult is the outcome of the workspace build.
 type BuildResult struct {
-	OK         bool   `json:"ok"`
-	Phase      string `json:"phase"` // always "build"
-	ExitCode   int    `json:"exit_code"`
+	OK       bool   `json:"ok"`
+	Phase    string `json:"phase"` // always "build"
+	ExitCode int    `json:"exit_code"`
+	// StderrTail is the last 2 KiB of build.sh's output, stdout and stderr
+	// interleaved (many build tools report errors on stdout).
 	StderrTail string `json:"stderr_tail,omitempty"`
 	Error      string `json:"error,omitempty"`
 	DurationMS int64  `json:"duration_ms"`

@@ -62,6 +62,12 @@ func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	opts := c.runOptions()
 	opts.Progress = progressPrinter(g.Stderr)
+	// Never build while a run_tests server builds the same workspace.
+	unlock, err := environment.LockWorkspace(ctx, c.Workspace)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	res, err := env.Run(ctx, c.Workspace, c.Path, opts)
 	if err != nil {
 		if environment.IsUsageError(err) {
@@ -80,7 +86,7 @@ func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
 // progressPrinter shows cases done/total: one updating line on a terminal,
 // otherwise a plain line at every tenth of the run.
 func progressPrinter(w io.Writer) func(done, total int) {
-	if isTerminal(w) {
+	if envIsTerminal(w) {
 		return func(done, total int) {
 			fmt.Fprintf(w, "\r\x1b[Kcases %d/%d", done, total)
 			if done == total {
@@ -97,7 +103,7 @@ func progressPrinter(w io.Writer) func(done, total int) {
 	}
 }
 
-func isTerminal(w io.Writer) bool {
+func envIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

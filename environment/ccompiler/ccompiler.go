@@ -197,10 +197,11 @@ func build(ctx context.Context, workspace string, timeout time.Duration) environ
 		r.Error = "build.sh not found in the workspace"
 		return r
 	}
-	p := runProc(ctx, timeout, DefaultOutputLimit, false, workspace, "bash", "build.sh")
+	// stdout and stderr together: many build tools report errors on stdout.
+	p := runProc(ctx, timeout, DefaultOutputLimit, true, workspace, "bash", "build.sh")
 	r.DurationMS = p.elapsed.Milliseconds()
 	r.ExitCode = p.exitCode
-	r.StderrTail = tail(p.stderr, stderrTailBytes)
+	r.StderrTail = tail(p.stdout, stderrTailBytes)
 	switch {
 	case p.startErr != nil:
 		r.Error = p.startErr.Error()
