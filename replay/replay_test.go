@@ -35,11 +35,16 @@ func (c *countingEvaluator) Evaluate(ctx context.Context, dir string, paths []st
 
 func openHistory(t *testing.T, tj *replaytest.Trajectory) *githistory.History {
 	t.Helper()
-	h, err := githistory.Open(tj.BundlePath)
+	h, err := openHistoryTB(t, tj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+func openHistoryTB(tb testing.TB, tj *replaytest.Trajectory) (*githistory.History, error) {
+	tb.Helper()
+	return githistory.Open(tj.BundlePath)
 }
 
 func TestCheckoutPartMatchesCommitTree(t *testing.T) {

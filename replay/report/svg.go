@@ -19,6 +19,9 @@ type series struct {
 	Name   string
 	Points []Point
 	Color  string
+	// End is the last part of the trajectory: the line holds its last
+	// rate until there. 0 means the last point.
+	End int
 }
 
 // chartBox is the plot geometry.
@@ -46,6 +49,7 @@ func lineChart(title string, ss []series, width, height int, legend bool) templa
 		for _, p := range s.Points {
 			maxPart = max(maxPart, p.Part)
 		}
+		maxPart = max(maxPart, s.End)
 	}
 	x := func(part float64) float64 { return box.Left + (part-1)/math.Max(float64(maxPart-1), 1)*box.plotW() }
 	if maxPart == 1 {
@@ -82,7 +86,11 @@ func lineChart(title string, ss []series, width, height int, legend bool) templa
 			}
 			fmt.Fprintf(&d, "H%.1f V%.1f", x(float64(p.Part)), y(p.Rate))
 		}
-		fmt.Fprintf(&d, "H%.1f", x(float64(maxPart)))
+		end := s.Points[len(s.Points)-1].Part
+		if s.End > end {
+			end = s.End
+		}
+		fmt.Fprintf(&d, "H%.1f", x(float64(end)))
 		fmt.Fprintf(&b, `<path d="%s" class="line" stroke="%s"><title>%s</title></path>`, d.String(), s.Color, esc(s.Name))
 		if len(s.Points) <= 60 {
 			for _, p := range s.Points {

@@ -94,18 +94,20 @@ func WriteHTML(w io.Writer, r Report) error {
 	v := pageView{Report: r, Single: len(r.Trajectories) == 1}
 	var overall []series
 	for i, t := range r.Trajectories {
-		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i)})
+		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i), End: t.Parts})
 		tv := trajView{T: t}
-		ss := []series{{Name: "all suites", Points: t.ByPart, Color: "#000000"}}
+		ss := []series{{Name: "all suites", Points: t.ByPart, Color: "#000000", End: t.Parts}}
 		names := make([]string, 0, len(t.SuiteByPart))
 		for n := range t.SuiteByPart {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		for j, n := range names {
-			ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j)})
+		if len(names) > 1 || v.Single {
+			for j, n := range names {
+				ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j), End: t.Parts})
+			}
 		}
-		width, height := 360, 190
+		width, height := 350, 190
 		if v.Single {
 			width, height = 1100, 360
 		}
@@ -283,4 +285,12 @@ func WriteText(w io.Writer, r Report) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// ChromiumArgs are the headless Chromium flags that screenshot page (an
+// HTML file) to png offline, with a fresh profile folder.
+func ChromiumArgs(profileDir, png, page string) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + profileDir, "--screenshot=" + png, "--window-size=1200,1600", "file://" + page}
 }

@@ -1,0 +1,214 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/report"
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/local"
+	"github.com/trajlab/traj/trace/tracetest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func f(v float64) *float64 { return &v }
+
+// sample is a fixed report: two evaluated trajectories and one with rates
+// from its run_tests calls only.
+func sample() report.Report {
+	return report.Report{Title: "sample <report>", Source: "./runs", Trajectories: []report.Trajectory{
+		{ID: "traj-a", Agent: "opencode", Model: "scripted/a", Task: "c-compiler", Parts: 12, Turns: 3, EndReason: "solved",
+			StartedAt: "2026-11-21T10:00:00.000000Z", DurationSeconds: f(3725), Tokens: &trace.Tokens{Input: 120000, Output: 8000}, Cost: f(0.42),
+			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 70, Total: 70, Rate: 1, Part: 12}},
+			PassRate: f(1), RateSource: report.FromEvaluation,
+			ByPart:   []report.Point{{1, 0}, {3, 0.2}, {6, 0.5}, {9, 0.4}, {12, 1}},
+			SuiteByPart: map[string][]report.Point{
+				"basics": {{1, 0}, {3, 0.2}, {6, 0.5}, {9, 0.4}, {12, 1}},
+			},
+			Regressions: []replay.Regression{{Test: "basics/smoke/hello.c", BrokenAt: 9, FixedAt: 12}},
+		},
+		{ID: "traj-b", Agent: "opencode", Model: "scripted/b", Parts: 30, Turns: 6, EndReason: "part_limit",
+			StartedAt: "2026-11-21T11:00:00.000000Z", DurationSeconds: f(600),
+			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 35, Total: 70, Rate: 0.5, Part: 30}, {Suite: "wacct/chapter_1", Passed: 3, Total: 24, Rate: 0.125, Part: 28}},
+			PassRate: f(38.0 / 94), RateSource: report.FromTrace,
+			ByPart:   []report.Point{{5, 0.1}, {15, 0.3}, {28, 0.4}},
+		},
+		{ID: "traj-c", Agent: "opencode", Model: "scripted/c", Parts: 2, Turns: 1, EndReason: "agent_error", Suites: []report.SuiteRate{}, ByPart: []report.Point{}},
+	}}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from the golden file; run go test ./replay/report -update and review the diff", name)
+	}
+}
+
+func TestWritersGolden(t *testing.T) {
+	r := sample()
+	var h, c, j bytes.Buffer
+	if err := report.WriteHTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteCSV(&c, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "sample.html", h.Bytes())
+	golden(t, "sample.csv", c.Bytes())
+	golden(t, "sample.json", j.Bytes())
+}
+
+func TestHTMLIsSelfContained(t *testing.T) {
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []string{"<script", "<link", "@import", "src=", "url("} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q: it must not load anything", bad)
+		}
+	}
+	// The only URL is the SVG namespace, which is never fetched.
+	for _, u := range regexp.MustCompile(`https?://[^"' ]+`).FindAllString(page, -1) {
+		if u != "http://www.w3.org/2000/svg" {
+			t.Errorf("page references %s", u)
+		}
+	}
+	if n := strings.Count(page, "<svg"); n != 5 { // overall + 3 per trajectory + end reasons
+		t.Errorf("%d charts, want 5", n)
+	}
+	for _, want := range []string{"sample &lt;report&gt;", "traj-b", "wacct/chapter_1 3/24", "part_limit", "1:02:05", "$0.4200", "128k"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestSummarizeOriginalTrace(t *testing.T) {
+	tr, err := trace.Read(bytes.NewReader(tracetest.OriginalTrace()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := report.Summarize(tr, nil)
+	if s.Parts != 5 || s.Turns != 2 || s.EndReason != "part_limit" || s.RateSource != report.FromTrace || s.Tokens != nil {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(s.Suites) != 2 || s.Suites[0] != (report.SuiteRate{Suite: "basics", Passed: 9, Total: 10, Rate: 0.9, Part: 5}) ||
+		s.Suites[1].Suite != "wacct/chapter_1" || s.Suites[1].Passed != 18 {
+		t.Fatalf("suites %+v", s.Suites)
+	}
+	if s.PassRate == nil || *s.PassRate != 27.0/34 {
+		t.Fatalf("pass rate %v", s.PassRate)
+	}
+	if len(s.ByPart) != 2 || s.ByPart[0] != (report.Point{Part: 3, Rate: 0.4}) || s.ByPart[1].Part != 5 {
+		t.Fatalf("by part %+v", s.ByPart)
+	}
+	if s.DurationSeconds == nil || *s.DurationSeconds <= 0 {
+		t.Fatalf("duration %v", s.DurationSeconds)
+	}
+}
+
+func TestCollectFromStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One original trace, one traj trace with an evaluation, one damaged.
+	orig := tracetest.OriginalTrace()
+	save(t, st, store.TraceKey("traj-orig"), orig)
+	save(t, st, store.TraceKey("traj-broken"), []byte(`{"trajectory_id": "x", "turns": [`))
+	tmp := t.TempDir()
+	tracetest.WriteDir(t, tmp, tracetest.Spec{TrajectoryID: "traj-new", Turns: []int{2, 2}, End: trace.EndSolved})
+	data, _ := os.ReadFile(filepath.Join(tmp, "agent_trace.json"))
+	save(t, st, store.TraceKey("traj-new"), data)
+	ev := &replay.Output{TrajectoryID: "traj-new", PartEvaluations: replay.PartMap[*replay.PartEvaluation]{
+		1: {Passed: 1, Total: 4, PassRate: 0.25, Suites: map[string]replay.SuiteSummary{"basics": {Passed: 1, Total: 4, PassRate: 0.25}}},
+		4: {Passed: 4, Total: 4, PassRate: 1, Suites: map[string]replay.SuiteSummary{"basics": {Passed: 4, Total: 4, PassRate: 1}}},
+	}}
+	evData, _ := replay.MarshalIndent(ev)
+	save(t, st, store.EvaluationKey("traj-new"), evData)
+
+	trajs, err := report.Collect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trajs) != 2 || trajs[0].ID != "traj-new" || trajs[1].ID != "a3f1c2d4-0b5e-4c7a-9e21-5d6f7a8b9c01" {
+		t.Fatalf("collected %d trajectories: %+v", len(trajs), trajs)
+	}
+	if n := trajs[0]; n.RateSource != report.FromEvaluation || *n.PassRate != 1 || len(n.ByPart) != 2 || n.EndReason != "solved" {
+		t.Fatalf("traj-new %+v", n)
+	}
+	if o := trajs[1]; o.RateSource != report.FromTrace {
+		t.Fatalf("traj-orig %+v", o)
+	}
+}
+
+func save(t *testing.T, st store.Store, key string, data []byte) {
+	t.Helper()
+	if err := st.Save(context.Background(), key, store.Bytes(data)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The page renders in headless Chromium when it is installed (make
+// report-png installs it); the screenshot must be a real image.
+func TestRenderWithChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (make report-png installs it)")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(dir, "report.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, report.ChromiumArgs(filepath.Join(dir, "profile"), png, page)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	img, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(img) < 10_000 || !bytes.HasPrefix(img, []byte("\x89PNG")) {
+		t.Fatalf("screenshot is %d bytes, not a rendered page", len(img))
+	}
+}
