@@ -34,6 +34,9 @@ type LoopConfig struct {
 	// MaxEmptyTurns ends the run (agent_error) after this many turns in a
 	// row without a counted part (default 3).
 	MaxEmptyTurns int
+	// AfterTurn, when set, is asked after each turn whether the run must
+	// end (for example: the scripted model has played its whole script).
+	AfterTurn func() (reason, detail string)
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -150,6 +153,11 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 		if l.tests.solved() {
 			return l.outcome(trace.EndSolved, ""), nil
 		}
+		if l.cfg.AfterTurn != nil {
+			if reason, detail := l.cfg.AfterTurn(); reason != "" {
+				return l.outcome(reason, detail), nil
+			}
+		}
 		if l.parts == before {
 			emptyTurns++
 			if emptyTurns >= l.cfg.MaxEmptyTurns {
@@ -231,6 +239,9 @@ func (l *Loop) stopReason(ctx context.Context, err error) (string, string) {
 // the turn finished normally.
 func (l *Loop) follow(ctx context.Context) (string, string, error) {
 	root := l.cfg.RootSessionID
+	// The turn ends at the first idle after the root session was busy: an
+	// idle (or a re-sent old message) left over from the previous turn must
+	// not end this one.
 	active := false
 	for {
 		err := ctx.Err()
@@ -260,7 +271,6 @@ func (l *Loop) follow(ctx context.Context) (string, string, error) {
 			continue
 		case EventError:
 			if ev.SessionID == root || ev.SessionID == "" {
-				active = true
 				if !l.aborted {
 					l.rootErr = ev.Detail
 					if l.rootErr == "" {
@@ -269,10 +279,6 @@ func (l *Loop) follow(ctx context.Context) (string, string, error) {
 				}
 			}
 			continue
-		case EventMessage, EventPart:
-			if ev.SessionID == root || ev.SessionID == "" {
-				active = true
-			}
 		}
 		l.capture.handle(ev)
 		stop, err := l.recordReady(ctx)

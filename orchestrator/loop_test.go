@@ -420,7 +420,9 @@ func TestLoopEndReasons(t *testing.T) {
 				slow[0].Before = func() error { time.Sleep(300 * time.Millisecond); return nil }
 				return append(append(agenttest.Turn{it}, text...), slow...)
 			},
-			ctx:    func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 150*time.Millisecond) },
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 150*time.Millisecond)
+			},
 			reason: trace.EndTimeout, parts: 1,
 		},
 	}

@@ -42,6 +42,7 @@ type CLI struct {
 	MCP    MCPCmd    `cmd:"" name:"mcp" help:"Serve the run_tests MCP tool over stdio for a workspace."`
 	Replay ReplayCmd `cmd:"" help:"Replay a trajectory offline: checkout-part, evaluate, verify."`
 	Report ReportCmd `cmd:"" help:"Summarise every trajectory in a store: table, HTML charts, JSON, CSV."`
+	Run    RunCmd    `cmd:"" help:"Record a trajectory: run the agent on a task within a part budget."`
 	Trace  TraceCmd  `cmd:"" help:"Inspect a trace: show a summary, validate it."`
 }
 

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +33,10 @@ type Item struct {
 // Turn is what the agent does in response to one prompt.
 type Turn []Item
 
+// Stream is a turn produced lazily (for long synthetic turns that should
+// not sit in memory).
+type Stream = iter.Seq[Item]
+
 // Agent is an in-memory orchestrator.Agent. Each Prompt plays the next
 // turn: a user message, busy, the turn's items, idle. When the turns run
 // out, a prompt gets an empty response.
@@ -42,9 +48,13 @@ type Agent struct {
 	// many delivered events (a server that died).
 	GoneAfter int
 
-	mu        sync.Mutex
-	turns     []Turn
-	queue     []Item
+	mu    sync.Mutex
+	turns []Stream
+	queue []Item
+	// pull yields the rest of the current streamed turn; tail follows it.
+	pull      func() (Item, bool)
+	stopPull  func()
+	tail      []Item
 	prompts   []string
 	aborts    int
 	delivered int
@@ -57,17 +67,31 @@ type Agent struct {
 	parts    map[string][]string // message id → part ids
 	partRaw  map[string]json.RawMessage
 
+	noState    bool
 	lastReturn time.Time
 	lastGroup  int
 	groupCost  map[int]time.Duration
 }
 
-// New returns an agent whose root session is rootID, playing turns.
+// New returns an agent playing turns, one per prompt.
 func New(b *Builder, turns ...Turn) *Agent {
+	seqs := make([]Stream, len(turns))
+	for i, t := range turns {
+		seqs[i] = slices.Values(t)
+	}
+	return NewStreaming(b, seqs...)
+}
+
+// NewStreaming returns an agent playing lazily produced turns.
+func NewStreaming(b *Builder, turns ...Stream) *Agent {
 	return &Agent{b: b, turns: turns, info: map[string]json.RawMessage{}, msgs: map[string][]string{},
 		msgInfo: map[string]json.RawMessage{}, parts: map[string][]string{}, partRaw: map[string]json.RawMessage{},
 		groupCost: map[int]time.Duration{}}
 }
+
+// KeepState false makes the agent forget what it delivered (no Snapshot
+// content), so long benchmarks hold no history.
+func (a *Agent) KeepState(keep bool) { a.noState = !keep }
 
 // Prompts returns the prompts received so far.
 func (a *Agent) Prompts() []string {
@@ -101,14 +125,42 @@ func (a *Agent) Prompt(ctx context.Context, sessionID, text string) error {
 	defer a.mu.Unlock()
 	a.prompts = append(a.prompts, text)
 	msgID, msg := a.b.Message(sessionID, "user")
-	q := []Item{msg, a.b.Part(sessionID, msgID, "text", map[string]any{"text": text}), a.b.Status(sessionID, true)}
+	a.queue = append(a.queue, msg, a.b.Part(sessionID, msgID, "text", map[string]any{"text": text}), a.b.Status(sessionID, true))
+	idle := a.b.Status(sessionID, false)
 	if len(a.turns) > 0 {
-		q = append(q, a.turns[0]...)
+		a.closePull()
+		a.pull, a.stopPull = iter.Pull(a.turns[0])
+		a.tail = []Item{idle}
 		a.turns = a.turns[1:]
+	} else {
+		a.queue = append(a.queue, idle)
 	}
-	q = append(q, a.b.Status(sessionID, false))
-	a.queue = append(a.queue, q...)
 	return nil
+}
+
+func (a *Agent) closePull() {
+	if a.stopPull != nil {
+		a.stopPull()
+	}
+	a.pull, a.stopPull, a.tail = nil, nil, nil
+}
+
+// pop takes the next scripted item.
+func (a *Agent) pop() (Item, bool) {
+	if len(a.queue) > 0 {
+		it := a.queue[0]
+		a.queue = a.queue[1:]
+		return it, true
+	}
+	if a.pull != nil {
+		if it, ok := a.pull(); ok {
+			return it, true
+		}
+		a.queue = append(a.queue, a.tail...)
+		a.closePull()
+		return a.pop()
+	}
+	return Item{}, false
 }
 
 // Abort implements orchestrator.Agent: it drops what is queued beyond
@@ -117,13 +169,17 @@ func (a *Agent) Abort(ctx context.Context, sessionID string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.aborts++
-	keep := min(a.AfterAbort, len(a.queue))
 	var kept []Item
-	for _, it := range a.queue[:keep] {
+	for range a.AfterAbort {
+		it, ok := a.pop()
+		if !ok {
+			break
+		}
 		if it.Event.Kind != orchestrator.EventStatus {
 			kept = append(kept, it)
 		}
 	}
+	a.closePull()
 	a.queue = append(kept, a.b.Status(sessionID, false))
 	return nil
 }
@@ -141,21 +197,22 @@ func (a *Agent) Next(ctx context.Context) (orchestrator.Event, error) {
 		if a.GoneAfter > 0 && a.delivered >= a.GoneAfter {
 			return orchestrator.Event{}, fmt.Errorf("read events: %w", orchestrator.ErrAgentGone)
 		}
-		if len(a.queue) == 0 {
+		it, ok := a.pop()
+		if !ok {
 			// Nothing will ever come: behave like a stream that stays quiet.
 			a.mu.Unlock()
 			<-ctx.Done()
 			a.mu.Lock()
 			return orchestrator.Event{}, ctx.Err()
 		}
-		it := a.queue[0]
-		a.queue = a.queue[1:]
 		if it.Before != nil {
 			if err := it.Before(); err != nil {
 				return orchestrator.Event{}, fmt.Errorf("scripted side effect: %w", err)
 			}
 		}
-		a.apply(it.Event)
+		if !a.noState {
+			a.apply(it.Event)
+		}
 		if it.Hidden {
 			continue
 		}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/trace"
+)
+
+// RunCmd records one trajectory: the agent works on a task until the part
+// budget, the timeout, a solution or an error, and every part lands in the
+// trace. Exit status: 0 when the trajectory was recorded (any end reason
+// but the ones below), 3 for agent_error or envoi_error, 130 when
+// interrupted, 1 when it could not be set up or recorded, 2 for bad flags.
+type RunCmd struct {
+	Task         string        `help:"Built-in task name or a task folder (task.json + prompt.md)." default:"c-compiler"`
+	Model        string        `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5)." required:""`
+	MaxParts     int           `name:"max-parts" help:"Part budget: the run never records more parts." required:""`
+	Timeout      time.Duration `help:"Time the agent may work." default:"4h"`
+	TrajectoryID string        `name:"trajectory-id" help:"Trajectory id (default: <task>-<time>-<random>)."`
+	Store        string        `help:"Artifact store: a folder, file:///abs/path or s3://bucket/prefix (default ./runs)." env:"TRAJ_STORE"`
+	WorkDir      string        `name:"work-dir" help:"Local folder for trajectory folders and sandboxes (default: the store folder if local, else ./runs)." env:"TRAJ_WORK_DIR" type:"path"`
+	Script       string        `help:"Serve this scripted model (JSON Lines) in-process; use with --model scripted/<name>." type:"existingfile"`
+	BaseURL      string        `name:"base-url" help:"OpenAI-compatible endpoint for PROVIDER (a custom provider)."`
+	APIKeyEnv    []string      `name:"api-key-env" help:"Environment variables holding API keys to pass to OpenCode by name (repeatable)."`
+	OpenCodeBin  string        `name:"opencode-bin" help:"The opencode executable." env:"TRAJ_OPENCODE_BIN"`
+	TestsDir     string        `name:"tests-dir" help:"Fixtures root holding c-testsuite/, wacct/ and torture/." env:"TRAJ_TESTS_DIR" type:"path"`
+	JSON         bool          `help:"Print progress as JSON lines on stdout (see orchestrator/progress)."`
+	Quiet        bool          `help:"No progress output; only errors and the final summary."`
+}
+
+// Run wires flags to orchestrator.Run.
+func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
+	if c.MaxParts <= 0 {
+		return &exitError{2, errors.New("--max-parts must be > 0")}
+	}
+	opts := orchestrator.Options{
+		Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout,
+		TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
+		BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, OpenCodeBin: c.OpenCodeBin, TestsDir: c.TestsDir,
+		Logger: g.Logger,
+	}
+	var sinks progress.Multi
+	var line *progress.Line
+	switch {
+	case c.JSON:
+		sinks = append(sinks, progress.NewJSON(g.Stdout))
+	case c.Quiet:
+	case isTerminal(g.Stderr):
+		line = progress.NewLine(g.Stderr)
+		sinks = append(sinks, line)
+	default:
+		sinks = append(sinks, progress.Log{L: g.Logger})
+	}
+	opts.Reporter = sinks
+	res, err := orchestrator.Run(ctx, opts)
+	if line != nil {
+		line.Close()
+	}
+	if res == nil {
+		return err
+	}
+	if !c.JSON {
+		printSummary(g.Stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	switch res.End.Reason {
+	case trace.EndAgentError, trace.EndEnvoiError:
+		return &exitError{3, nil}
+	case trace.EndInterrupted:
+		return &exitError{130, nil}
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && progress.IsTerminal(f)
+}
+
+func printSummary(w io.Writer, res *orchestrator.Result) {
+	e := res.End
+	fmt.Fprintf(w, "trajectory %s: %s after %d parts in %d turns", res.TrajectoryID, e.Reason, e.TotalParts, e.TotalTurns)
+	if e.Detail != "" {
+		fmt.Fprintf(w, " (%s)", e.Detail)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  folder:        %s\n", res.Dir)
+	fmt.Fprintf(w, "  final commit:  %s\n", e.FinalGitCommit)
+	if e.Tokens != nil {
+		fmt.Fprintf(w, "  tokens:        %d", e.Tokens.Total())
+		if e.Cost != nil && *e.Cost > 0 {
+			fmt.Fprintf(w, " (cost %.4f)", *e.Cost)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, k := range []string{trace.ArtifactTrace, trace.ArtifactBundle} {
+		if u := res.Artifacts[k]; u != "" {
+			fmt.Fprintf(w, "  %-14s %s\n", k+":", u)
+		}
+	}
+	if len(res.NotUploaded) > 0 {
+		fmt.Fprintf(w, "  not uploaded:  %s\n", strings.Join(res.NotUploaded, ", "))
+	}
+}

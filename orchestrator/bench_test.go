@@ -1,0 +1,187 @@
+package orchestrator_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/agenttest"
+	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/gitstate"
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/chunk"
+	"github.com/trajlab/traj/trace/store/local"
+	"github.com/trajlab/traj/trace/store/upload"
+)
+
+// synthetic streams parts agent parts: messages of step-start, a text part,
+// a tool part, step-finish. Every 4th tool edits a workspace file (a
+// checkpoint commit), every 10th is a run_tests call. Items carry the
+// number of the part they lead to, so the agent can time the loop per part.
+func synthetic(b *agenttest.Builder, root, workspace string, parts int) agenttest.Stream {
+	prose := strings.Repeat("The lexer now handles identifiers and integer literals. ", 10)
+	output := strings.Repeat("test output line\n", 60)
+	return func(yield func(agenttest.Item) bool) {
+		emit := func(group int, items ...agenttest.Item) bool {
+			for _, it := range items {
+				it.Group = group
+				if !yield(it) {
+					return false
+				}
+			}
+			return true
+		}
+		for n, msgs := 0, 0; n < parts; msgs++ {
+			m, it := b.Message(root, "assistant")
+			if !emit(n+1, it, b.StepStart(root, m)) {
+				return
+			}
+			n++
+			if !emit(n, b.Text(root, m, prose)...) {
+				return
+			}
+			if n == parts {
+				return
+			}
+			n++
+			var tool []agenttest.Item
+			switch {
+			case msgs%10 == 9:
+				tool = b.RunTests(root, m, "basics/smoke", msgs%7, 7-msgs%7)
+			case msgs%4 == 0:
+				tool = b.Tool(root, m, "edit", map[string]any{"filePath": "src/main.rs"}, "Edit applied.")
+				file := filepath.Join(workspace, "src", fmt.Sprintf("mod%02d.rs", msgs%40))
+				content := fmt.Sprintf("// revision %d\npub fn f() -> i32 { %d }\n", msgs, msgs)
+				tool[len(tool)-1].Before = func() error { return os.WriteFile(file, []byte(content), 0o644) }
+			default:
+				tool = b.Tool(root, m, "bash", map[string]any{"command": "cargo build"}, output)
+			}
+			if !emit(n, tool...) {
+				return
+			}
+			if !emit(n+1, b.StepFinish(root, m, 1200, 300, 0.001)) {
+				return
+			}
+		}
+	}
+}
+
+// BenchmarkLoop10kParts measures the orchestrator's own cost per part
+// (event handling, checkpoint, durable trace append, history bundles,
+// upload hand-off) over a synthetic 10,000-part trajectory with the real
+// writer, checkpointer and uploader to a local store. Targets: p99 < 20 ms
+// per part, peak RSS < 300 MB.
+func BenchmarkLoop10kParts(b *testing.B) {
+	const parts = 10_000
+	var all []time.Duration
+	for i := 0; i < b.N; i++ {
+		all = append(all, runSynthetic(b, parts)...)
+	}
+	slices.Sort(all)
+	pct := func(p float64) float64 {
+		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms/part")
+	b.ReportMetric(pct(0.99), "p99-ms/part")
+	b.ReportMetric(float64(all[len(all)-1].Microseconds())/1000, "max-ms/part")
+	b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-rss-MB")
+}
+
+func runSynthetic(b *testing.B, parts int) []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	dir := b.TempDir()
+	workspace := filepath.Join(dir, "workspace")
+	trajDir := filepath.Join(dir, "trajectories", "bench")
+	for _, d := range []string{filepath.Join(workspace, "src"), filepath.Join(trajDir, "history")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		if err := os.WriteFile(filepath.Join(workspace, "src", fmt.Sprintf("mod%02d.rs", i)), []byte("pub fn f() -> i32 { 0 }\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	repo, err := gitstate.Init(ctx, workspace, gitstate.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := repo.Checkpoint(ctx, 0); err != nil {
+		b.Fatal(err)
+	}
+	st, err := local.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := upload.New(ctx, st, upload.Options{})
+	codec, err := chunk.NewCodec()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bd := agenttest.NewBuilder()
+	root := bd.SessionID()
+	w, err := trace.Create(filepath.Join(trajDir, store.TraceName), trace.Header{TrajectoryID: "bench", SessionID: root,
+		Agent: "opencode", AgentModel: "bench/synthetic", StartedAt: trace.Timestamp(time.Now())},
+		trace.WriterOptions{OnChunk: codec.Forward(up, "bench", nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	tk, err := task.Load("testdata/tasks/mini")
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent := agenttest.NewStreaming(bd, synthetic(bd, root, workspace, parts))
+	agent.KeepState(false)
+	pub := orchestrator.NewHistoryPublisher("bench", trajDir, repo, up, "", nil)
+	loop := orchestrator.NewLoop(orchestrator.LoopConfig{RootSessionID: root, RootSession: bd.Session(root, "").Event.Data,
+		Task: tk, MaxParts: parts, MaxEmptyTurns: 1}, agent, repo, w, pub, nil)
+	b.ResetTimer()
+	out, err := loop.Run(ctx)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out.Parts != parts || out.Reason != trace.EndPartLimit {
+		b.Fatalf("recorded %d parts (%s), want %d", out.Parts, out.Reason, parts)
+	}
+	rep, err := up.Close(ctx)
+	if err != nil || len(rep.Failed) > 0 {
+		b.Fatalf("uploads: %v %v", err, rep.Err())
+	}
+	costs := agent.GroupCost()
+	out2 := make([]time.Duration, 0, parts)
+	for n := 1; n <= parts; n++ {
+		out2 = append(out2, costs[n])
+	}
+	b.StartTimer()
+	return out2
+}
+
+// peakRSS reads the process's peak resident set size (VmHWM) in bytes.
+func peakRSS(tb testing.TB) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		tb.Logf("peak RSS unknown: %v", err)
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
