@@ -32,7 +32,7 @@ func sample() report.Report {
 			StartedAt: "2026-11-21T10:00:00.000000Z", DurationSeconds: f(3725), Tokens: &trace.Tokens{Input: 120000, Output: 8000}, Cost: f(0.42),
 			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 70, Total: 70, Rate: 1, Part: 12}},
 			PassRate: f(1), RateSource: report.FromEvaluation,
-			ByPart:   []report.Point{{1, 0}, {3, 0.2}, {6, 0.5}, {9, 0.4}, {12, 1}},
+			ByPart: []report.Point{{1, 0}, {3, 0.2}, {6, 0.5}, {9, 0.4}, {12, 1}},
 			SuiteByPart: map[string][]report.Point{
 				"basics": {{1, 0}, {3, 0.2}, {6, 0.5}, {9, 0.4}, {12, 1}},
 			},
@@ -42,7 +42,7 @@ func sample() report.Report {
 			StartedAt: "2026-11-21T11:00:00.000000Z", DurationSeconds: f(600),
 			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 35, Total: 70, Rate: 0.5, Part: 30}, {Suite: "wacct/chapter_1", Passed: 3, Total: 24, Rate: 0.125, Part: 28}},
 			PassRate: f(38.0 / 94), RateSource: report.FromTrace,
-			ByPart:   []report.Point{{5, 0.1}, {15, 0.3}, {28, 0.4}},
+			ByPart: []report.Point{{5, 0.1}, {15, 0.3}, {28, 0.4}},
 		},
 		{ID: "traj-c", Agent: "opencode", Model: "scripted/c", Parts: 2, Turns: 1, EndReason: "agent_error", Suites: []report.SuiteRate{}, ByPart: []report.Point{}},
 	}}
