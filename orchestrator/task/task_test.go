@@ -1,0 +1,96 @@
+package task
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinCCompiler(t *testing.T) {
+	tk, err := Load("c-compiler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Environment != "c-compiler" || tk.Source != "builtin:c-compiler" {
+		t.Errorf("task = %+v", tk)
+	}
+	p, err := tk.Prompt()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append([]string{"Rust", "build.sh", "./cc", "tests_run_tests"}, tk.TestPaths...) {
+		if !strings.Contains(p, want) {
+			t.Errorf("prompt lacks %q", want)
+		}
+	}
+	if len(Builtin()) == 0 || Builtin()[0] != "c-compiler" {
+		t.Errorf("Builtin() = %v", Builtin())
+	}
+}
+
+func writeTask(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLoadFolder(t *testing.T) {
+	dir := writeTask(t, map[string]string{
+		"task.json":   `{"name": "tiny", "environment": "c-compiler", "test_paths": ["basics/smoke", "basics"]}`,
+		"prompt.md":   "Pass {{range .TestPaths}}{{.}} {{end}}",
+		"continue.md": "Turn {{.Turn}}:\n{{.Status}}",
+	})
+	tk, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := tk.Prompt(); p != "Pass basics/smoke basics " {
+		t.Errorf("prompt = %q", p)
+	}
+	got, err := tk.Continuation(3, []PathStatus{
+		{Path: "basics/smoke", Seen: true, Passed: 4, Total: 4},
+		{Path: "basics", Seen: true, Passed: 3, Failed: 2, Total: 5},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Turn 3:\n- basics: 3/5 passed, 2 failing\n- basics/smoke: solved (4/4 passed)"
+	if got != want {
+		t.Errorf("continuation = %q, want %q (unsolved first)", got, want)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"no task.json", map[string]string{"prompt.md": "x"}, "task.json"},
+		{"unknown field", map[string]string{"task.json": `{"name":"a","environment":"c-compiler","test_paths":["basics"],"extra":1}`, "prompt.md": "x"}, "unknown field"},
+		{"no test paths", map[string]string{"task.json": `{"name":"a","environment":"c-compiler","test_paths":[]}`, "prompt.md": "x"}, "test_paths"},
+		{"traversal path", map[string]string{"task.json": `{"name":"a","environment":"c-compiler","test_paths":["../x"]}`, "prompt.md": "x"}, "bad test path"},
+		{"prompt outside", map[string]string{"task.json": `{"name":"a","environment":"c-compiler","test_paths":["basics"],"prompt":"../p.md"}`}, "inside the task folder"},
+		{"bad name", map[string]string{"task.json": `{"name":"A B","environment":"c-compiler","test_paths":["basics"]}`, "prompt.md": "x"}, "name"},
+		{"missing prompt", map[string]string{"task.json": `{"name":"a","environment":"c-compiler","test_paths":["basics"]}`}, "prompt.md"},
+		{"bad template", map[string]string{"task.json": `{"name":"a","environment":"c-compiler","test_paths":["basics"]}`, "prompt.md": "{{.Nope"}, "parse prompt.md"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeTask(t, tt.files))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Load("no-such-task"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("unknown name: err = %v", err)
+	}
+}
