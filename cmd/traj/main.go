@@ -40,6 +40,7 @@ type CLI struct {
 	// Commands: one field per command, each defined in its own file.
 	Env    EnvCmd    `cmd:"" help:"Test environments: build a workspace and run test suites."`
 	MCP    MCPCmd    `cmd:"" name:"mcp" help:"Serve the run_tests MCP tool over stdio for a workspace."`
+	Model  ModelCmd  `cmd:"" help:"Scripted model server for offline runs."`
 	Replay ReplayCmd `cmd:"" help:"Replay a trajectory offline: checkout-part, evaluate, verify."`
 	Report ReportCmd `cmd:"" help:"Summarise every trajectory in a store: table, HTML charts, JSON, CSV."`
 	Run    RunCmd    `cmd:"" help:"Record a trajectory: run the agent on a task within a part budget."`
