@@ -42,19 +42,19 @@ type Spec struct {
 
 // Process is a started, supervised process group.
 type Process struct {
-	spec  Spec
-	cmd   *exec.Cmd
-	pgid  int
-	log   *os.File
-	done  chan struct{}
-	err   error // exit status, set before done closes
+	spec Spec
+	cmd  *exec.Cmd
+	pgid int
+	log  *os.File
+	done chan struct{}
+	err  error // exit status, set before done closes
 	// signalled is set before the first signal we send; selfExit records
 	// that the leader had exited before that.
 	signalled atomic.Bool
 	selfExit  bool
-	once  sync.Once
-	stopc chan struct{}
-	stopd chan struct{}
+	once      sync.Once
+	stopc     chan struct{}
+	stopd     chan struct{}
 }
 
 // Start starts the process in a new process group. When ctx is cancelled
