@@ -119,7 +119,7 @@ func writeBundle(ctx context.Context, st storer.Storer, w io.Writer, opts Bundle
 		subject, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n")
 		hdr.Prerequisites = append(hdr.Prerequisites, BundlePrerequisite{Hash: p, Comment: subject})
 	}
-	objs, err := bundleObjects(ctx, st, refs, opts.Prerequisites)
+	items, err := bundleObjects(ctx, st, refs, opts.Prerequisites)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +133,20 @@ func writeBundle(ctx context.Context, st storer.Storer, w io.Writer, opts Bundle
 		fmt.Fprintf(bw, "%s %s\n", r.Hash, r.Name)
 	}
 	bw.WriteString("\n")
-	if _, err := packfile.NewEncoder(bw, st, false).Encode(objs, packWindow); err != nil {
-		return nil, fmt.Errorf("encode pack: %w", err)
+	if len(opts.Prerequisites) > 0 {
+		// Incremental: few objects, best stored as deltas against the
+		// prerequisite's versions.
+		if err := writeThinPack(ctx, st, bw, items); err != nil {
+			return nil, fmt.Errorf("encode thin pack: %w", err)
+		}
+	} else {
+		hashes := make([]plumbing.Hash, len(items))
+		for i, it := range items {
+			hashes[i] = it.hash
+		}
+		if _, err := packfile.NewEncoder(bw, st, false).Encode(hashes, packWindow); err != nil {
+			return nil, fmt.Errorf("encode pack: %w", err)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return nil, err
@@ -169,21 +181,29 @@ func bundleRefs(st storer.ReferenceStorer) ([]BundleRef, error) {
 // prerequisites: commits down to a prerequisite, and their trees and blobs
 // minus everything in the prerequisites' trees. It reads only the commits
 // after the prerequisites and their trees, so an incremental bundle costs
-// what changed, not the whole history.
-func bundleObjects(ctx context.Context, st storer.EncodedObjectStorer, refs []BundleRef, prereqs []plumbing.Hash) ([]plumbing.Hash, error) {
+// what changed, not the whole history. Each tree or blob comes with the
+// object at its path in the first prerequisite's tree, as a delta base.
+func bundleObjects(ctx context.Context, st storer.EncodedObjectStorer, refs []BundleRef, prereqs []plumbing.Hash) ([]packItem, error) {
 	have := map[plumbing.Hash]bool{}
 	stop := map[plumbing.Hash]bool{}
-	for _, p := range prereqs {
+	bases := map[string]plumbing.Hash{}
+	for i, p := range prereqs {
 		stop[p] = true
 		c, err := object.GetCommit(st, p)
 		if err != nil {
 			return nil, fmt.Errorf("read prerequisite %s: %w", p, err)
 		}
-		if err := walkTree(ctx, st, c.TreeHash, have, func(plumbing.Hash) {}); err != nil {
+		err = walkTree(ctx, st, c.TreeHash, "", have, func(h plumbing.Hash, path string) {
+			if i == 0 {
+				bases[path] = h
+			}
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
-	var out []plumbing.Hash
+	var out []packItem
+	add := func(h plumbing.Hash, path string) { out = append(out, packItem{hash: h, base: bases[path]}) }
 	seen := map[plumbing.Hash]bool{}
 	var queue []plumbing.Hash
 	for _, r := range refs {
@@ -203,15 +223,14 @@ func bundleObjects(ctx context.Context, st storer.EncodedObjectStorer, refs []Bu
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", h, err)
 		}
-		add := func(h plumbing.Hash) { out = append(out, h) }
 		switch obj.Type() {
 		case plumbing.CommitObject:
 			c, err := object.DecodeCommit(st, obj)
 			if err != nil {
 				return nil, fmt.Errorf("decode commit %s: %w", h, err)
 			}
-			out = append(out, h)
-			if err := walkTree(ctx, st, c.TreeHash, have, add); err != nil {
+			out = append(out, packItem{hash: h})
+			if err := walkTree(ctx, st, c.TreeHash, "", have, add); err != nil {
 				return nil, err
 			}
 			queue = append(queue, c.ParentHashes...)
@@ -220,25 +239,25 @@ func bundleObjects(ctx context.Context, st storer.EncodedObjectStorer, refs []Bu
 			if err != nil {
 				return nil, fmt.Errorf("decode tag %s: %w", h, err)
 			}
-			out = append(out, h)
+			out = append(out, packItem{hash: h})
 			queue = append(queue, t.Target)
 		case plumbing.TreeObject:
-			if err := walkTree(ctx, st, h, have, add); err != nil {
+			if err := walkTree(ctx, st, h, "", have, add); err != nil {
 				return nil, err
 			}
 		default:
 			if !have[h] {
 				have[h] = true
-				out = append(out, h)
+				out = append(out, packItem{hash: h})
 			}
 		}
 	}
 	return out, nil
 }
 
-// walkTree visits the tree and everything below it not yet in have,
-// adding each to have. Subtrees already in have are skipped whole.
-func walkTree(ctx context.Context, st storer.EncodedObjectStorer, h plumbing.Hash, have map[plumbing.Hash]bool, visit func(plumbing.Hash)) error {
+// walkTree visits the tree at path and everything below it not yet in
+// have, adding each to have. Subtrees already in have are skipped whole.
+func walkTree(ctx context.Context, st storer.EncodedObjectStorer, h plumbing.Hash, path string, have map[plumbing.Hash]bool, visit func(h plumbing.Hash, path string)) error {
 	if have[h] {
 		return nil
 	}
@@ -246,22 +265,26 @@ func walkTree(ctx context.Context, st storer.EncodedObjectStorer, h plumbing.Has
 		return err
 	}
 	have[h] = true
-	visit(h)
+	visit(h, path)
 	t, err := object.GetTree(st, h)
 	if err != nil {
 		return fmt.Errorf("read tree %s: %w", h, err)
 	}
 	for _, e := range t.Entries {
+		p := e.Name
+		if path != "" {
+			p = path + "/" + e.Name
+		}
 		switch {
 		case e.Mode == filemode.Submodule:
 			// a gitlink names a commit of another repository: not ours to carry
 		case e.Mode == filemode.Dir:
-			if err := walkTree(ctx, st, e.Hash, have, visit); err != nil {
+			if err := walkTree(ctx, st, e.Hash, p, have, visit); err != nil {
 				return err
 			}
 		case !have[e.Hash]:
 			have[e.Hash] = true
-			visit(e.Hash)
+			visit(e.Hash, p)
 		}
 	}
 	return nil

@@ -33,6 +33,11 @@
 //	                        a blank line
 //	<packfile>
 //
+// Full bundles use go-git's pack encoder (deltas within the pack).
+// Incremental bundles are thin packs, like `git bundle create` writes: an
+// edited file or folder is a REF_DELTA against the object at the same path
+// in the prerequisite commit, so a one-file edit costs about a kilobyte
+// instead of the whole file and its parent trees.
 // Version 3 bundles with @object-format=sha1 are read too. Readers index
 // the pack with go-git's packfile parser backed by the target storage, so
 // thin packs (REF_DELTA against prerequisite objects, as `git bundle

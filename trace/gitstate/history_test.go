@@ -98,6 +98,13 @@ func TestHistoryChainRebuildsRepository(t *testing.T) {
 		gitRun(t, cli, "bundle", "verify", "-q", p)
 		gitRun(t, cli, "fetch", "-q", p, "refs/heads/main:refs/remotes/origin/main")
 	}
+	deltas := 0
+	for i := 2; i <= len(bundles); i++ {
+		deltas += refDeltas(t, filepath.Join(dir, HistoryBundleName(i)))
+	}
+	if deltas == 0 {
+		t.Fatal("incremental bundles hold no REF_DELTA against prerequisite objects")
+	}
 	if got := gitRun(t, cli, "log", "--format=%H %s", "origin/main"); got != want {
 		t.Fatalf("git CLI chain log differs:\n%s", got)
 	}
