@@ -54,7 +54,7 @@ func (p *HistoryPublisher) PartRecorded(ctx context.Context, rec *trace.Part) er
 // bundle writes and enqueues the history bundle of the checkpoint at part.
 func (p *HistoryPublisher) bundle(ctx context.Context, part int, commit string) error {
 	path := filepath.Join(p.dir, filepath.FromSlash(store.HistoryDir), store.HistoryBundleName(part))
-	if err := writeIncrementalBundle(ctx, p.repo, path, p.lastBundled, commit); err != nil {
+	if err := writeIncrementalBundle(ctx, p.repo, path, p.lastBundled); err != nil {
 		return fmt.Errorf("history bundle of part %d: %w", part, err)
 	}
 	p.lastBundled = commit
