@@ -406,3 +406,34 @@ func refDeltas(t *testing.T, path string) int {
 	}
 	return n
 }
+
+func TestExport(t *testing.T) {
+	r := populated(t)
+	first := strings.TrimSpace(gitRun(t, r.Dir(), "rev-parse", "HEAD~2"))
+	dest := filepath.Join(t.TempDir(), "tree")
+	if err := r.Export(context.Background(), first, dest); err != nil {
+		t.Fatal(err)
+	}
+	// Compare with what the git CLI exports for the same commit.
+	want := filepath.Join(t.TempDir(), "want")
+	gitRun(t, r.Dir(), "worktree", "add", "-q", "--detach", want, first)
+	for _, name := range []string{"src/main.rs", "run.sh", "data.bin", "link"} {
+		a, errA := os.Lstat(filepath.Join(dest, name))
+		b, errB := os.Lstat(filepath.Join(want, name))
+		if errA != nil || errB != nil || a.Mode() != b.Mode() || a.Size() != b.Size() {
+			t.Errorf("%s: got %v %v, git %v %v", name, a, errA, b, errB)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dest, "src/lib.rs")); !os.IsNotExist(err) {
+		t.Errorf("src/lib.rs exported from a commit before it existed")
+	}
+	if _, err := os.Stat(filepath.Join(dest, ".git")); !os.IsNotExist(err) {
+		t.Errorf("export wrote a .git")
+	}
+	if err := r.Export(context.Background(), first, dest); !errors.Is(err, ErrDestNotEmpty) {
+		t.Errorf("export into a full folder: %v", err)
+	}
+	if err := r.Export(context.Background(), strings.Repeat("0", 40), filepath.Join(t.TempDir(), "x")); !errors.Is(err, ErrUnknownCommit) {
+		t.Errorf("export of an unknown commit: %v", err)
+	}
+}

@@ -165,7 +165,7 @@ func (r *Repo) checkoutInto(ctx context.Context, commit plumbing.Hash) error {
 		return fmt.Errorf("commit %s: %w: %w", commit, ErrUnknownCommit, err)
 	}
 	var entries []*index.Entry
-	if err := r.writeTree(ctx, c.TreeHash, "", &entries); err != nil {
+	if err := r.writeTree(ctx, r.dir, c.TreeHash, "", &entries); err != nil {
 		return fmt.Errorf("check out %s: %w", commit, err)
 	}
 	if err := r.writeIndex(entries); err != nil {
@@ -174,7 +174,9 @@ func (r *Repo) checkoutInto(ctx context.Context, commit plumbing.Hash) error {
 	return nil
 }
 
-func (r *Repo) writeTree(ctx context.Context, h plumbing.Hash, prefix string, entries *[]*index.Entry) error {
+// writeTree writes tree h into root/prefix, appending an index entry with
+// fresh stat data for every file it writes.
+func (r *Repo) writeTree(ctx context.Context, root string, h plumbing.Hash, prefix string, entries *[]*index.Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -190,13 +192,13 @@ func (r *Repo) writeTree(ctx context.Context, h plumbing.Hash, prefix string, en
 		if prefix != "" {
 			rel = prefix + "/" + e.Name
 		}
-		abs := filepath.Join(r.dir, filepath.FromSlash(rel))
+		abs := filepath.Join(root, filepath.FromSlash(rel))
 		switch e.Mode {
 		case filemode.Dir:
 			if err := os.Mkdir(abs, 0o755); err != nil {
 				return err
 			}
-			if err := r.writeTree(ctx, e.Hash, rel, entries); err != nil {
+			if err := r.writeTree(ctx, root, e.Hash, rel, entries); err != nil {
 				return err
 			}
 			continue
@@ -273,4 +275,34 @@ func (r *Repo) blob(h plumbing.Hash) ([]byte, error) {
 func safeName(n string) bool {
 	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\\\x00") &&
 		!strings.EqualFold(n, ".git")
+}
+
+// Export writes the files of commit (full hex hash) into dest, which must
+// be missing or empty, without a .git: a plain tree for running tests
+// against, cheaper than a clone per commit. On error dest is left as it
+// was found.
+func (r *Repo) Export(ctx context.Context, commit, dest string) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("export %s to %s: %w", commit, dest, err)
+		}
+	}()
+	h, ok := parseHash(commit)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownCommit, commit)
+	}
+	c, err := object.GetCommit(r.st, h)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownCommit, err)
+	}
+	created, err := prepareDest(dest)
+	if err != nil {
+		return err
+	}
+	var entries []*index.Entry
+	if err := r.writeTree(ctx, dest, c.TreeHash, "", &entries); err != nil {
+		cleanDest(dest, created)
+		return err
+	}
+	return nil
 }

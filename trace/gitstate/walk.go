@@ -39,6 +39,9 @@ func (w *walker) dir(ctx context.Context, parts []string, patterns []gitignore.P
 	abs := filepath.Join(append([]string{w.root}, parts...)...)
 	ents, err := os.ReadDir(abs)
 	if err != nil {
+		if len(parts) > 0 && (os.IsNotExist(err) || os.IsPermission(err)) {
+			return nil // removed while we walked, or unreadable: git skips it too
+		}
 		return err
 	}
 	if ps := readIgnoreFile(filepath.Join(abs, ".gitignore"), parts); len(ps) > 0 {
