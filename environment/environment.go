@@ -17,8 +17,8 @@ type Environment interface {
 	// TestPaths lists every valid test path given the suites present,
 	// in a stable, documented order.
 	TestPaths() []string
-	// Run builds the workspace (unless opts.Prebuilt holds a successful
-	// build) and runs every case of testPath. A failed build is a Result
+	// Run builds the workspace (unless opts.Prebuilt is given) and runs
+	// every case of testPath. A failed build is a Result
 	// whose Build.OK is false and whose cases all failed at phase "build".
 	// Errors are for an unknown path (ErrUnknownPath), a suite whose
 	// fixtures are missing (ErrSuiteMissing) or internal faults.
@@ -63,8 +63,9 @@ type RunOptions struct {
 	RunTimeout time.Duration
 	// OutputLimit caps captured stdout/stderr per process (default 64 KiB).
 	OutputLimit int
-	// Prebuilt skips the build when it holds a successful build of the
-	// same workspace (e.g. replay running several paths on one tree).
+	// Prebuilt, when set, is the result of Build on this same workspace
+	// and Run does not build again (e.g. replay running several paths on
+	// one tree). A failed Prebuilt gives the build-failure Result at once.
 	Prebuilt *BuildResult
 	// Progress, when set, is called after each case with cases done and
 	// the total. Calls are serialised.

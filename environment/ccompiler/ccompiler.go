@@ -241,7 +241,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		return environment.Result{}, fmt.Errorf("workspace %s: not a folder", ws)
 	}
 	res := environment.Result{Path: testPath, Total: len(cases), Cases: make([]environment.CaseResult, len(cases))}
-	if opts.Prebuilt != nil && opts.Prebuilt.OK {
+	if opts.Prebuilt != nil {
 		res.Build = *opts.Prebuilt
 	} else {
 		res.Build = build(ctx, ws, o.BuildTimeout)

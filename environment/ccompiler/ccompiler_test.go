@@ -467,3 +467,22 @@ func TestProgressAndCancel(t *testing.T) {
 		t.Errorf("cancelled run: err = %v", err)
 	}
 }
+
+func TestPrebuiltFailureIsNotRebuilt(t *testing.T) {
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace(t, gccBuild)
+	failed := environment.BuildResult{Phase: environment.PhaseBuild, ExitCode: 1, Error: "build.sh exited with 1"}
+	r, err := e.Run(context.Background(), ws, "basics/smoke", environment.RunOptions{Prebuilt: &failed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Build != failed || r.Failed != r.Total {
+		t.Errorf("build %+v, failed %d of %d", r.Build, r.Failed, r.Total)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "cc")); err == nil {
+		t.Error("Run built again despite a Prebuilt result")
+	}
+}
