@@ -24,7 +24,7 @@ export PATH := $(TOOLBIN):$(PATH)
 export TRAJ_TESTS_DIR
 export TRAJ_OPENCODE_BIN ?= $(OPENCODE_BIN)
 
-.PHONY: setup build test lint bench demo stress clean tools opencode
+.PHONY: setup build test lint bench demo stress clean tools opencode report-png
 
 ## setup: install everything the tests and the demo need (idempotent).
 setup: tools opencode
@@ -64,6 +64,36 @@ lint: $(TOOLBIN)/staticcheck
 ## bench: the speed and memory targets, measured side by side.
 bench: setup build
 	TRAJ_BIN=$(TRAJ) $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## report-png: build a sample store and batch report (out/report-sample/report.html)
+## and screenshot it with Debian's headless Chromium to out/report.png.
+report-png:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+	mkdir -p out/report-sample
+	TRAJ_REPORT_SAMPLE_DIR=$(CURDIR)/out/report-sample $(GO) test -count=1 -run '^TestSampleReport$$' ./cmd/traj/
+	profile=$$(mktemp -d) && trap 'rm -rf "$$profile"' EXIT && \
+	chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --user-data-dir="$$profile" --screenshot=$(CURDIR)/out/report.png --window-size=1200,1600 \
+	  file://$(CURDIR)/out/report-sample/report.html 2>out/chromium.log || { cat out/chromium.log; exit 1; }
+	@test -s out/report.png && echo "report PNG: out/report.png (page: out/report-sample/report.html)"
+
+## demo: record a real trajectory (real OpenCode, the scripted demo model,
+## the C-compiler environment) into ./runs, then show it and what to try next.
+DEMO_SCRIPT ?= sandbox/scripted/demo/demo.jsonl
+ifndef DEMO_ID
+DEMO_ID     := demo-$(shell date -u +%Y%m%d-%H%M%S)
+endif
+demo: setup build
+	$(TRAJ) run --task c-compiler --model scripted/demo --script $(DEMO_SCRIPT) \
+		--max-parts 60 --timeout 15m --trajectory-id $(DEMO_ID) --store ./runs
+	@echo
+	$(TRAJ) trace show runs/trajectories/$(DEMO_ID)
+	@echo
+	@echo "Try next:"
+	@echo "  bin/traj replay checkout-part --trajectory-id $(DEMO_ID) --part 10 --checkout-dest out/$(DEMO_ID)-part10"
+	@echo "  bin/traj replay evaluate --trajectory-id $(DEMO_ID) --output out/$(DEMO_ID)-eval.json --html out/$(DEMO_ID)-eval.html"
+	@echo "  bin/traj trace validate runs/trajectories/$(DEMO_ID)"
 
 clean:
 	rm -rf bin out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/replaytest"
+	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 )
 
@@ -19,19 +20,7 @@ func storeWith(t *testing.T, tjs ...*replaytest.Trajectory) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, tj := range tjs {
-		for key, src := range map[string]string{store.TraceKey(tj.ID): tj.TracePath, store.BundleKey(tj.ID): tj.BundlePath} {
-			data, err := os.ReadFile(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dst := filepath.Join(dir, filepath.FromSlash(key))
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(dst, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		copyInto(t, dir, tj)
 	}
 	return dir
 }
@@ -177,4 +166,93 @@ func TestReplayCommands(t *testing.T) {
 			t.Fatalf("csv:\n%s", csv)
 		}
 	})
+}
+
+// TestSampleReport builds a small store of three trajectories (two
+// evaluated with the real C-compiler environment, one in the original
+// recorder's shape with only run_tests calls), evaluates the first two and
+// renders the batch report. With TRAJ_REPORT_SAMPLE_DIR set it leaves the
+// store and report.html there (make report-png screenshots it).
+func TestSampleReport(t *testing.T) {
+	climb := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-climb", TurnSize: 4, TrajFields: true, EndReason: "solved", Model: "scripted/climber",
+		Changes: replaytest.ProgressScript(20, map[int][]string{
+			5: {"goto", "if_else"}, 7: {"while_sum"}, 9: {"do_while", "for_loop"}, 11: {"+for_loop"},
+			13: {"for_loop", "break_continue"}, 16: {"nested_loops"}, 19: {"switch", "switch_fallthrough"},
+		})})
+	stall := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-stall", TurnSize: 3, TrajFields: true, Model: "scripted/staller",
+		Changes: replaytest.ProgressScript(14, map[int][]string{4: {"goto"}, 8: {"if_else", "while_sum"}, 12: {"+goto"}})})
+	orig := make([]replaytest.Change, 8)
+	orig[0].Write = map[string]string{"README.md": "x\n"}
+	orig[2].Calls = []trace.EnvoiCall{replaytest.RunTests("basics", 10, 70)}
+	orig[5].Calls = []trace.EnvoiCall{replaytest.RunTests("basics", 31, 70), replaytest.RunTests("wacct/chapter_1", 4, 24)}
+	orig[7].Calls = []trace.EnvoiCall{replaytest.RunTests("basics", 44, 70)}
+	original := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-original", TurnSize: 4, Changes: orig, EndReason: "agent_error", Model: "opencode/gpt-5-nano"})
+
+	dir := os.Getenv("TRAJ_REPORT_SAMPLE_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.RemoveAll(filepath.Join(dir, "store")); err != nil {
+		t.Fatal(err)
+	}
+	st := filepath.Join(dir, "store")
+	if err := os.MkdirAll(st, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tj := range []*replaytest.Trajectory{climb, stall, original} {
+		copyInto(t, st, tj)
+	}
+	for _, id := range []string{"traj-climb", "traj-stall"} {
+		code, _, errOut := traj(t, "replay", "evaluate", "--trajectory-id", id, "--store", st, "--tests", "basics/control_flow",
+			"--output", filepath.Join(dir, id+".json"), "--html", filepath.Join(dir, id+".html"))
+		if code != 0 {
+			t.Fatalf("evaluate %s: %d\n%s", id, code, errOut)
+		}
+	}
+	html := filepath.Join(dir, "report.html")
+	code, stdout, errOut := traj(t, "report", "--store", st, "--html", html, "--title", "traj sample report")
+	if code != 0 {
+		t.Fatalf("report: %d\n%s", code, errOut)
+	}
+	for _, want := range []string{"traj-climb", "traj-stall", "solved", "agent_error"} {
+		if !strings.Contains(stdout, want) {
+			t.Fatalf("report table lacks %q:\n%s", want, stdout)
+		}
+	}
+	page, _ := os.ReadFile(html)
+	if n := bytes.Count(page, []byte("<svg")); n != 5 {
+		t.Fatalf("report has %d charts, want 5", n)
+	}
+	// The climb's final state passes everything; the stall's regression at
+	// part 12 shows in its evaluation.
+	var climbEval, stallEval replay.Output
+	data, _ := os.ReadFile(filepath.Join(dir, "traj-climb.json"))
+	json.Unmarshal(data, &climbEval)
+	if pe := climbEval.PartEvaluations[20]; pe == nil || pe.Passed != pe.Total || pe.Total != 9 {
+		t.Fatalf("climb part 20: %+v", pe)
+	}
+	if a := climbEval.TestAttribution["basics/control_flow/for_loop.c"]; a == nil || *a.FirstPassPart != 9 || a.BrokenAt[0] != 11 || a.FixedAt[0] != 13 {
+		t.Fatalf("climb for_loop: %+v", a)
+	}
+	data, _ = os.ReadFile(filepath.Join(dir, "traj-stall.json"))
+	json.Unmarshal(data, &stallEval)
+	if regs := replay.Regressions(stallEval.TestAttribution); len(regs) != 1 || regs[0].Test != "basics/control_flow/goto.c" || regs[0].BrokenAt != 12 {
+		t.Fatalf("stall regressions: %+v", regs)
+	}
+}
+
+func copyInto(t *testing.T, st string, tj *replaytest.Trajectory) {
+	t.Helper()
+	for key, src := range map[string]string{store.TraceKey(tj.ID): tj.TracePath, store.BundleKey(tj.ID): tj.BundlePath} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(st, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -75,6 +75,30 @@ type Trajectory struct {
 // plus traj's when trajFields is set.
 func Build(t testing.TB, id string, changes []Change, turnSize int, trajFields bool) *Trajectory {
 	t.Helper()
+	return BuildSpec(t, Spec{ID: id, Changes: changes, TurnSize: turnSize, TrajFields: trajFields})
+}
+
+// Spec describes a trajectory for BuildSpec.
+type Spec struct {
+	ID         string
+	Changes    []Change
+	TurnSize   int
+	TrajFields bool
+	// EndReason defaults to part_limit; Model to scripted/tiny.
+	EndReason string
+	Model     string
+}
+
+// BuildSpec is Build with every knob.
+func BuildSpec(t testing.TB, spec Spec) *Trajectory {
+	t.Helper()
+	id, changes, turnSize, trajFields := spec.ID, spec.Changes, spec.TurnSize, spec.TrajFields
+	if spec.EndReason == "" {
+		spec.EndReason = trace.EndPartLimit
+	}
+	if spec.Model == "" {
+		spec.Model = "scripted/tiny"
+	}
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -88,7 +112,7 @@ func Build(t testing.TB, id string, changes []Change, turnSize int, trajFields b
 		TrajectoryID: id,
 		SessionID:    "ses_" + id,
 		Agent:        "opencode",
-		AgentModel:   "scripted/tiny",
+		AgentModel:   spec.Model,
 		StartedAt:    "2026-11-21T10:00:00.000000Z",
 		Artifacts:    map[string]string{},
 	}
@@ -152,7 +176,7 @@ func Build(t testing.TB, id string, changes []Change, turnSize int, trajFields b
 		prev = cp.CommitAfter
 		commits = append(commits, prev)
 	}
-	tr.SessionEnd = &trace.SessionEnd{Reason: trace.EndPartLimit, TotalParts: len(changes), TotalTurns: len(tr.Turns), FinalGitCommit: prev}
+	tr.SessionEnd = &trace.SessionEnd{Reason: spec.EndReason, TotalParts: len(changes), TotalTurns: len(tr.Turns), FinalGitCommit: prev}
 	if trajFields {
 		tr.SessionEnd.EndedAt = ts(len(changes) + 1)
 		tok := trace.Tokens{Input: int64(1000 * len(changes)), Output: int64(200 * len(changes))}
@@ -353,4 +377,59 @@ func AttributionScriptBreaking(word string) []Change {
 		{}, // 9
 		{Write: map[string]string{"src/main.c": "/* the compiler */\n"}}, // 10
 	}
+}
+
+// RunTests is a run_tests call record with the given counts, in the shape
+// the run_tests tool returns.
+func RunTests(path string, passed, total int) trace.EnvoiCall {
+	res, _ := json.Marshal(map[string]any{"path": path, "passed": passed, "failed": total - passed, "total": total})
+	return trace.EnvoiCall{Path: path, Timestamp: ts(0), DurationMs: 900, StatusCode: 200, Result: res}
+}
+
+// ControlFlowCases are the basics/control_flow case names of the
+// C-compiler environment, as words for broken.txt.
+var ControlFlowCases = []string{"break_continue", "do_while", "for_loop", "goto", "if_else", "nested_loops", "switch", "switch_fallthrough", "while_sum"}
+
+// ProgressScript is a trajectory that fixes basics/control_flow cases over
+// time: part 2 adds the build with every case broken, and each entry of
+// fixes (part → words) rewrites broken.txt; a word prefixed with "+"
+// breaks that case again. Other parts touch notes.txt every third part or
+// change nothing.
+func ProgressScript(parts int, fixes map[int][]string) []Change {
+	broken := map[string]bool{}
+	for _, w := range ControlFlowCases {
+		broken[w] = true
+	}
+	list := func() string {
+		var ws []string
+		for _, w := range ControlFlowCases {
+			if broken[w] {
+				ws = append(ws, w)
+			}
+		}
+		return strings.Join(ws, "\n") + "\n"
+	}
+	out := make([]Change, parts)
+	for p := 1; p <= parts; p++ {
+		ch := Change{}
+		switch {
+		case p == 1:
+			ch.Write = map[string]string{"README.md": "a C compiler\n"}
+		case p == 2:
+			ch.Write = map[string]string{"build.sh": BuildScript, "broken.txt": list()}
+		case fixes[p] != nil:
+			for _, w := range fixes[p] {
+				if strings.HasPrefix(w, "+") {
+					broken[w[1:]] = true
+				} else {
+					delete(broken, w)
+				}
+			}
+			ch.Write = map[string]string{"broken.txt": list()}
+		case p%3 == 0:
+			ch.Write = map[string]string{"notes.txt": fmt.Sprintf("notes at part %d\n", p)}
+		}
+		out[p-1] = ch
+	}
+	return out
 }

@@ -102,7 +102,7 @@ func WriteHTML(w io.Writer, r Report) error {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		if len(names) > 1 || v.Single {
+		if len(names) > 1 {
 			for j, n := range names {
 				ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j), End: t.Parts})
 			}
