@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -362,5 +364,40 @@ func TestCheckpointHashesOnlyChangedFiles(t *testing.T) {
 	writeFile(t, r.Dir(), "src/a.rs", "changed", 0o644)
 	if cp, err := r.Checkpoint(ctx, 5); err != nil || !cp.Committed || r.hashed != 1 {
 		t.Fatalf("one edit: %v committed=%v hashed=%d, want 1", err, cp.Committed, r.hashed)
+	}
+}
+
+func TestStatCleanRacyRule(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f", "data", 0o644)
+	fi, err := os.Lstat(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e index.Entry
+	statEntry(&e, fi, filemode.Regular)
+	tests := []struct {
+		name       string
+		indexMtime time.Time
+		want       bool
+	}{
+		{"index written later", fi.ModTime().Add(time.Millisecond), true},
+		{"index in the same tick", fi.ModTime(), false},
+		{"index older than file", fi.ModTime().Add(-time.Second), false},
+	}
+	for _, tt := range tests {
+		li := loadedIndex{mtime: tt.indexMtime}
+		if got := li.statClean(&e, fi, filemode.Regular); got != tt.want {
+			t.Errorf("%s: statClean = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	li := loadedIndex{mtime: fi.ModTime().Add(time.Second)}
+	if li.statClean(&e, fi, filemode.Executable) {
+		t.Error("mode change not detected")
+	}
+	changed := e
+	changed.Size++
+	if li.statClean(&changed, fi, filemode.Regular) {
+		t.Error("size change not detected")
 	}
 }
