@@ -115,32 +115,36 @@ func cliRepo(t *testing.T, commits int) string {
 
 func TestReadBundleFromGit(t *testing.T) {
 	src := cliRepo(t, 5)
-	full := filepath.Join(t.TempDir(), "all.bundle")
-	gitRun(t, src, "bundle", "create", "-q", full, "--all")
+	for _, version := range []string{"2", "3"} {
+		t.Run("v"+version, func(t *testing.T) {
+			full := filepath.Join(t.TempDir(), "all.bundle")
+			gitRun(t, src, "bundle", "create", "-q", "--version="+version, full, "--all")
 
-	dest := filepath.Join(t.TempDir(), "clone")
-	f, err := os.Open(full)
-	if err != nil {
-		t.Fatal(err)
+			dest := filepath.Join(t.TempDir(), "clone")
+			f, err := os.Open(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r, err := CloneFromBundles(context.Background(), dest, CloneOptions{}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, _ := r.Head()
+			if want := strings.TrimSpace(gitRun(t, src, "rev-parse", "HEAD")); head.String() != want {
+				t.Fatalf("HEAD %s, want %s", head, want)
+			}
+			for _, args := range [][]string{{"ls-tree", "-r", "HEAD"}, {"log", "--format=%H %s", "--all"}, {"rev-parse", "side"}} {
+				if a, b := gitRun(t, src, args...), gitRun(t, dest, args...); a != b {
+					t.Errorf("git %v differs:\nsource %s\nclone  %s", args, a, b)
+				}
+			}
+			if st := gitRun(t, dest, "status", "--porcelain"); st != "" {
+				t.Errorf("clone not clean: %s", st)
+			}
+			gitRun(t, dest, "fsck", "--strict", "--no-progress")
+		})
 	}
-	defer f.Close()
-	r, err := CloneFromBundles(context.Background(), dest, CloneOptions{}, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, _ := r.Head()
-	if want := strings.TrimSpace(gitRun(t, src, "rev-parse", "HEAD")); head.String() != want {
-		t.Fatalf("HEAD %s, want %s", head, want)
-	}
-	for _, args := range [][]string{{"ls-tree", "-r", "HEAD"}, {"log", "--format=%H %s", "--all"}, {"rev-parse", "side"}} {
-		if a, b := gitRun(t, src, args...), gitRun(t, dest, args...); a != b {
-			t.Errorf("git %v differs:\nsource %s\nclone  %s", args, a, b)
-		}
-	}
-	if st := gitRun(t, dest, "status", "--porcelain"); st != "" {
-		t.Errorf("clone not clean: %s", st)
-	}
-	gitRun(t, dest, "fsck", "--strict", "--no-progress")
 }
 
 func TestReadThinBundleFromGit(t *testing.T) {

@@ -144,3 +144,30 @@ func BenchmarkHistoryBytes(b *testing.B) {
 		b.ReportMetric(float64(inc)/float64(full.Len()), "incremental/full")
 	}
 }
+
+// BenchmarkHistoryBundle measures writing the incremental bundle after a
+// one-file checkpoint of a 300-file workspace: the per-part cost a run adds
+// for durable history.
+func BenchmarkHistoryBundle(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	r, err := Init(ctx, dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths := genWorkspace(b, dir, 300, 10_000, 0)
+	mustCheckpoint(b, r, 1)
+	writeFile(b, dir, paths[7], "edited\n"+strings.Repeat("y", 9000), 0o644)
+	mustCheckpoint(b, r, 2)
+	parent := plumbing.NewHash(strings.TrimSpace(gitRun(b, dir, "rev-parse", "HEAD~1")))
+	var size int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var buf bytes.Buffer
+		if _, err := r.WriteHistoryBundle(ctx, &buf, parent); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size), "bundle-bytes")
+}
