@@ -1,4 +1,75 @@
 // Package scripted is an OpenAI-compatible model server that plays back a
-// script of assistant responses, so OpenCode runs offline, deterministically,
-// in tests and in the demo.
+// script of assistant responses, so OpenCode runs offline and
+// deterministically in tests and in the demo. `traj model serve --script
+// FILE` runs it from the command line.
+//
+// # Endpoints
+//
+//   - GET /v1/models lists Options.Models ("demo", "small" by default).
+//   - POST /v1/chat/completions answers with the next scripted response,
+//     streamed as OpenAI chat.completion.chunk events ("stream": true) or as
+//     one chat.completion. A stream sends, in order: a role delta,
+//     reasoning_content deltas, content deltas, per tool call a first delta
+//     with index, id, type and name followed by argument deltas, a chunk
+//     with finish_reason ("tool_calls" or "stop"), a chunk with empty
+//     choices and the usage, then "data: [DONE]". Usage is always sent.
+//
+// # Script format
+//
+// JSON Lines: one response per line. Blank lines and lines starting with #
+// are ignored. Every error names file:line and what is wrong (bad JSON,
+// unknown key, empty response, malformed tool call, impossible usage).
+//
+//	# round 1: think, say something, then call two tools
+//	{"reasoning":"Start small.","text":"Writing the build script.","tools":[{"name":"write","args":{"filePath":"build.sh","content":"#!/bin/sh\n"}},{"name":"bash","args":{"command":"chmod +x build.sh"}}]}
+//	{"tools":[{"name":"tests_run_tests","args":{"test_path":"basics/smoke"}}],"expect":{"tools":["tests_run_tests"]}}
+//	{"text":"Done.","usage":{"prompt_tokens":9000,"completion_tokens":3,"cached_tokens":8000}}
+//
+// Keys of a response (at least one of reasoning, text, tools):
+//
+//   - "reasoning": text streamed as reasoning_content (OpenCode records a
+//     reasoning part).
+//   - "text": the assistant's visible text (a text part).
+//   - "tools": calls, each {"name": TOOL, "args": {…}}, emitted in order;
+//     OpenCode runs them and sends the results in its next request. A
+//     response with tools ends with finish_reason "tool_calls", so the agent
+//     continues; one without tools ends the agent's turn.
+//   - "usage": {"prompt_tokens", "completion_tokens", "reasoning_tokens",
+//     "cached_tokens"} reported verbatim. Without it usage is estimated
+//     deterministically at about four bytes a token: prompt from the request
+//     body, completion from reasoning, text and tool calls, reasoning from
+//     the reasoning text, cached 0.
+//   - "expect": guards against a run that diverged: {"tools": [names the
+//     request must offer], "model": "demo", "contains": "text the last user
+//     or tool message must hold"}.
+//
+// Tool names and arguments are OpenCode's (1.18.33, read from the schemas
+// it sends): write {filePath, content}; edit {filePath, oldString,
+// newString, replaceAll?}; bash {command, timeout?, workdir?} (a
+// "description" is accepted too); read {filePath, offset?, limit?}; glob
+// {pattern, path?}; grep {pattern, path?, include?}; todowrite {todos:
+// [{content, status, priority}]}; task {description, prompt, subagent_type
+// ("general"), task_id?, command?}. Relative paths resolve against the
+// project folder. MCP tools are named SERVER_TOOL: the run_tests tool of the
+// "tests" server is tests_run_tests {test_path}.
+//
+// # Playback rules
+//
+// Requests consume responses strictly in arrival order; a mutex guards the
+// position, so concurrent requests never play a response twice. A sub-agent
+// (task tool) runs in a child session while the parent waits, so its
+// requests simply come next in the script: the parent's task call, then
+// the child's responses, then the parent's next response (see
+// demo/c-compiler.jsonl).
+//
+// Side requests never consume the script: requests for a model in
+// Options.SideModels ("small" by default, OpenCode's small_model) and
+// OpenCode's title-generator requests are answered with Options.SideText.
+//
+// Before a response is played it is checked against the request: each tool
+// it calls must be offered, its args must satisfy the JSON Schema the agent
+// sent for that tool, and its "expect" must hold. If not, the server answers
+// with a text saying where and how the run diverged (file:line), logs an
+// error, and keeps the response for the next request. When every response
+// has been played, requests get a text saying the script is exhausted.
 package scripted

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -107,6 +108,9 @@ func Parse(name string, r io.Reader) (*Script, error) {
 
 func parseLine(raw []byte) (Response, error) {
 	var resp Response
+	if err := checkKeys(raw); err != nil {
+		return resp, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&resp); err != nil {
@@ -176,9 +180,56 @@ func describeJSONError(err error) error {
 		return fmt.Errorf("field %q: expected %s, got %s", field, typ.Type, typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("bad JSON: unexpected end of line")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("unknown key %s (allowed: reasoning, text, tools, usage, expect)",
-			strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	return fmt.Errorf("bad JSON: %w", err)
+}
+
+// checkKeys reports the first key of the object raw that is not allowed,
+// naming where it sat, so a typo points at the right object.
+func checkKeys(raw []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return nil // the typed decode reports the real problem
+	}
+	if err := unknownKey(top, "", "reasoning", "text", "tools", "usage", "expect"); err != nil {
+		return err
+	}
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(top["tools"], &tools) == nil {
+		for i, tc := range tools {
+			if err := unknownKey(tc, fmt.Sprintf("tools[%d]", i), "name", "args"); err != nil {
+				return err
+			}
+		}
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(top["usage"], &obj) == nil {
+		if err := unknownKey(obj, "usage", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"); err != nil {
+			return err
+		}
+	}
+	obj = nil
+	if json.Unmarshal(top["expect"], &obj) == nil {
+		if err := unknownKey(obj, "expect", "tools", "model", "contains"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unknownKey(obj map[string]json.RawMessage, where string, allowed ...string) error {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			if where != "" {
+				where = " in " + where
+			}
+			return fmt.Errorf("unknown key %q%s (allowed: %s)", k, where, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
 }

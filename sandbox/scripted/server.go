@@ -213,9 +213,20 @@ func (s *Server) pick(req *chatRequest, body []byte) reply {
 	return rep
 }
 
+// titleGenerator opens the system prompt OpenCode (1.18) uses for session
+// titles; it marks a side request even when no small model is configured.
+const titleGenerator = "You are a title generator"
+
 func (s *Server) isSide(req *chatRequest) bool {
 	if slices.Contains(s.opts.SideModels, req.Model) {
 		return true
+	}
+	if len(req.Tools) == 0 {
+		for _, m := range req.Messages {
+			if m.Role == "system" && strings.HasPrefix(contentText(m.Content), titleGenerator) {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -227,8 +238,12 @@ func check(resp Response, req *chatRequest) error {
 		offered = append(offered, t.Function.Name)
 	}
 	for _, tc := range resp.Tools {
-		if !slices.Contains(offered, tc.Name) {
+		i := slices.Index(offered, tc.Name)
+		if i < 0 {
 			return fmt.Errorf("the response calls tool %q but the request offers %s", tc.Name, listOrNone(offered))
+		}
+		if err := validateArgs(tc.Name, req.Tools[i].Function.Parameters, tc.Args); err != nil {
+			return err
 		}
 	}
 	e := resp.Expect
