@@ -35,6 +35,10 @@ type History interface {
 	// Checkout writes commit into dir (empty or absent) as a git
 	// repository whose HEAD is commit and whose status is clean.
 	Checkout(ctx context.Context, commit, dir string) error
+	// Export writes commit's files into dir (empty or absent) without a
+	// .git: evaluate's worktrees, cheaper than a clone per tree. It is
+	// called from several goroutines at once.
+	Export(ctx context.Context, commit, dir string) error
 }
 
 // Progress is reported after each distinct tree is done.
@@ -248,7 +252,7 @@ feed:
 	return out, nil
 }
 
-// evaluateTree checks commit out into a fresh temporary worktree, evaluates
+// evaluateTree exports commit into a fresh temporary worktree, evaluates
 // it and removes the worktree.
 func evaluateTree(ctx context.Context, h History, ev Evaluator, commit string, paths []string, tempDir string) (Result, error) {
 	dir, err := os.MkdirTemp(tempDir, "traj-eval-*")
@@ -256,8 +260,8 @@ func evaluateTree(ctx context.Context, h History, ev Evaluator, commit string, p
 		return Result{}, fmt.Errorf("make worktree for %s: %w", commit, err)
 	}
 	defer os.RemoveAll(dir)
-	if err := h.Checkout(ctx, commit, dir); err != nil {
-		return Result{}, fmt.Errorf("check out %s: %w", commit, err)
+	if err := h.Export(ctx, commit, dir); err != nil {
+		return Result{}, fmt.Errorf("export %s: %w", commit, err)
 	}
 	res, err := ev.Evaluate(ctx, dir, paths)
 	if err != nil {

@@ -44,7 +44,11 @@ func openHistory(t *testing.T, tj *replaytest.Trajectory) *githistory.History {
 
 func openHistoryTB(tb testing.TB, tj *replaytest.Trajectory) (*githistory.History, error) {
 	tb.Helper()
-	return githistory.Open(tj.BundlePath)
+	h, err := githistory.Open(context.Background(), tj.BundlePath)
+	if err == nil {
+		tb.Cleanup(func() { h.Close() })
+	}
+	return h, err
 }
 
 func TestCheckoutPartMatchesCommitTree(t *testing.T) {

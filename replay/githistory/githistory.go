@@ -1,96 +1,74 @@
-// Package githistory opens a trajectory's git bundle as a replay.History:
-// it answers which commits exist and what tree each has, and checks a
-// commit out into a folder as a real git repository.
+// Package githistory opens a trajectory's git bundles as a replay.History:
+// it answers which commits exist and what tree each has, checks a commit
+// out as a real git repository (checkout-part), and exports a commit's
+// files into a plain folder (evaluate's worktrees). Bundle reading, cloning
+// and exporting are trace/gitstate's; this package holds the objects in
+// memory for lookups and keeps a private clone to export from.
 package githistory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"sync"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/trajlab/traj/trace/gitstate"
 )
 
-// History is a bundle's objects held in memory. It is safe for concurrent
-// readers once opened.
+// History is the objects of one full bundle, or of a chain of incremental
+// bundles read in order. It is safe for concurrent use.
 type History struct {
-	path string
-	refs map[string]string // ref name → commit
-	pack []byte
-	objs *memory.Storage
+	paths []string
+	refs  map[string]string
+	objs  *memory.Storage
+
+	// TempDir is where the export clone is made ("" = os.TempDir()).
+	TempDir string
+
+	mu        sync.Mutex
+	mirror    string
+	mirrorErr error
+	free      []*gitstate.Repo
 }
 
-// Open reads the bundle at path (git bundle format v2 or v3, no
-// prerequisites).
-func Open(path string) (*History, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
+// Open reads the bundles at paths, in order: one full bundle, or a chain
+// of incremental bundles each needing the ones before.
+func Open(ctx context.Context, paths ...string) (*History, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("open history: no bundles given")
 	}
-	h, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle %s: %w", path, err)
-	}
-	h.path = path
-	return h, nil
-}
-
-func parse(data []byte) (*History, error) {
-	r := bufio.NewReader(bytes.NewReader(data))
-	sig, err := r.ReadString('\n')
-	if err != nil {
-		return nil, errors.New("not a git bundle: no header")
-	}
-	if sig != "# v2 git bundle\n" && sig != "# v3 git bundle\n" {
-		return nil, fmt.Errorf("not a git bundle: header %q", strings.TrimSpace(sig))
-	}
-	h := &History{refs: make(map[string]string)}
-	off := len(sig)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, errors.New("truncated bundle header")
+	h := &History{paths: paths, refs: make(map[string]string), objs: memory.NewStorage()}
+	for _, p := range paths {
+		if err := h.read(ctx, p); err != nil {
+			return nil, err
 		}
-		off += len(line)
-		line = strings.TrimSuffix(line, "\n")
-		if line == "" {
-			break
-		}
-		switch {
-		case strings.HasPrefix(line, "@"):
-			// v3 capability (object-format=sha1 is the only one we meet).
-			if strings.HasPrefix(line, "@object-format=") && line != "@object-format=sha1" {
-				return nil, fmt.Errorf("unsupported bundle capability %s", line)
-			}
-		case strings.HasPrefix(line, "-"):
-			return nil, errors.New("bundle has prerequisites; a trajectory bundle must hold the full history")
-		default:
-			hash, name, ok := strings.Cut(line, " ")
-			if !ok || !plumbing.IsHash(hash) {
-				return nil, fmt.Errorf("bad bundle reference line %q", line)
-			}
-			h.refs[name] = hash
-		}
-	}
-	h.pack = data[off:]
-	h.objs = memory.NewStorage()
-	if err := packfile.UpdateObjectStorage(h.objs, bytes.NewReader(h.pack)); err != nil {
-		return nil, fmt.Errorf("read bundle packfile: %w", err)
 	}
 	return h, nil
 }
 
-// Refs returns the bundle's references (name → commit).
+func (h *History) read(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read bundle: %w", err)
+	}
+	defer f.Close()
+	hdr, err := gitstate.ReadBundleInto(ctx, h.objs, f)
+	if err != nil {
+		return fmt.Errorf("bundle %s: %w", path, err)
+	}
+	for name, hash := range hdr.RefMap() {
+		h.refs[name.String()] = hash.String()
+	}
+	return nil
+}
+
+// Refs returns the bundles' references (name → commit).
 func (h *History) Refs() map[string]string { return h.refs }
 
 // HasCommit implements replay.History.
@@ -117,50 +95,97 @@ func (h *History) Tree(_ context.Context, commit string) (string, error) {
 	return c.TreeHash.String(), nil
 }
 
-// Checkout implements replay.History: dir becomes a git repository with the
-// bundle's objects and references, HEAD detached at commit, and a clean
-// worktree and index.
+// Checkout implements replay.History: dir (missing or empty) becomes a git
+// repository with the bundles' objects and refs, HEAD at commit, and a
+// clean status.
 func (h *History) Checkout(ctx context.Context, commit, dir string) error {
 	if ok, err := h.HasCommit(ctx, commit); err != nil || !ok {
-		return fmt.Errorf("commit %s is not in the bundle %s", commit, h.path)
+		return fmt.Errorf("commit %s is not in the bundle: %w", commit, gitstate.ErrUnknownCommit)
 	}
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		return fmt.Errorf("init repository: %w", err)
-	}
-	pw, ok := repo.Storer.(storer.PackfileWriter)
-	if !ok {
-		return errors.New("repository storage cannot take a packfile")
-	}
-	w, err := pw.PackfileWriter()
-	if err != nil {
-		return fmt.Errorf("write packfile: %w", err)
-	}
-	if _, err := io.Copy(w, bytes.NewReader(h.pack)); err != nil {
-		w.Close()
-		return fmt.Errorf("write packfile: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("index packfile: %w", err)
-	}
-	for name, hash := range h.refs {
-		if name == "HEAD" || !strings.HasPrefix(name, "refs/") {
-			continue
+	var readers []io.Reader
+	for _, p := range h.paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("read bundle: %w", err)
 		}
-		if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), plumbing.NewHash(hash))); err != nil {
-			return fmt.Errorf("set reference %s: %w", name, err)
-		}
+		defer f.Close()
+		readers = append(readers, f)
 	}
-	hash := plumbing.NewHash(commit)
-	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, hash)); err != nil {
-		return fmt.Errorf("set HEAD: %w", err)
-	}
-	wt, err := repo.Worktree()
+	_, err := gitstate.CloneFromBundles(ctx, dir, gitstate.CloneOptions{Commit: commit}, readers...)
+	return err
+}
+
+// Export implements replay.History: commit's files are written into dir
+// (missing or empty) without a .git. The first call clones the bundles
+// once into a private folder that later calls export from; Close removes
+// it.
+func (h *History) Export(ctx context.Context, commit, dir string) error {
+	r, err := h.get(ctx)
 	if err != nil {
-		return fmt.Errorf("open worktree: %w", err)
+		return err
 	}
-	if err := wt.Reset(&git.ResetOptions{Commit: hash, Mode: git.HardReset}); err != nil {
-		return fmt.Errorf("check out %s: %w", commit, err)
+	defer h.put(r)
+	return r.Export(ctx, commit, dir)
+}
+
+// get returns a repository handle of the export clone for one caller
+// (gitstate.Repo is not safe for concurrent use, so each caller has its
+// own).
+func (h *History) get(ctx context.Context) (*gitstate.Repo, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mirror == "" && h.mirrorErr == nil {
+		h.mirrorErr = h.makeMirror(ctx)
 	}
+	if h.mirrorErr != nil {
+		return nil, h.mirrorErr
+	}
+	if n := len(h.free); n > 0 {
+		r := h.free[n-1]
+		h.free = h.free[:n-1]
+		return r, nil
+	}
+	return gitstate.Open(ctx, h.mirror, gitstate.Options{})
+}
+
+func (h *History) put(r *gitstate.Repo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.free = append(h.free, r)
+}
+
+func (h *History) makeMirror(ctx context.Context) error {
+	dir, err := os.MkdirTemp(h.TempDir, "traj-history-*")
+	if err != nil {
+		return fmt.Errorf("make export clone: %w", err)
+	}
+	var readers []io.Reader
+	for _, p := range h.paths {
+		f, err := os.Open(p)
+		if err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("read bundle: %w", err)
+		}
+		defer f.Close()
+		readers = append(readers, f)
+	}
+	if _, err := gitstate.CloneFromBundles(ctx, dir, gitstate.CloneOptions{}, readers...); err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("make export clone: %w", err)
+	}
+	h.mirror = dir
 	return nil
+}
+
+// Close removes the export clone, if one was made.
+func (h *History) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.free = nil
+	if h.mirror == "" {
+		return nil
+	}
+	err := os.RemoveAll(h.mirror)
+	h.mirror = ""
+	return err
 }

@@ -13,12 +13,39 @@ import (
 )
 
 func TestOpenAndCheckout(t *testing.T) {
-	ctx := context.Background()
-	tj := replaytest.Build(t, "traj-gh", replaytest.AttributionScript(), 5, false)
-	h, err := githistory.Open(tj.BundlePath)
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		name string
+		spec replaytest.Spec
+		// chain opens the per-part history bundles instead of repo.bundle.
+		chain bool
+	}{
+		{"gitstate bundle", replaytest.Spec{}, false},
+		{"git CLI bundle", replaytest.Spec{GitCLIBundle: true}, false},
+		{"gitstate history chain", replaytest.Spec{History: true}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tt.spec
+			spec.ID, spec.Changes, spec.TurnSize = "traj-gh", replaytest.AttributionScript(), 5
+			tj := replaytest.BuildSpec(t, spec)
+			paths := []string{tj.BundlePath}
+			if tt.chain {
+				paths = tj.HistoryBundles
+				if len(paths) != 7 {
+					t.Fatalf("%d history bundles, want one per committed part (7)", len(paths))
+				}
+			}
+			h, err := githistory.Open(context.Background(), paths...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			checkHistory(t, tj, h)
+		})
 	}
+}
+
+func checkHistory(t *testing.T, tj *replaytest.Trajectory, h *githistory.History) {
+	ctx := context.Background()
 	for i, c := range tj.Commits {
 		ok, err := h.HasCommit(ctx, c)
 		if err != nil || !ok {
@@ -49,10 +76,29 @@ func TestOpenAndCheckout(t *testing.T) {
 		t.Fatalf("branch main in the checkout = %s", log)
 	}
 	replaytest.Git(t, dest, "fsck", "--no-progress")
+
+	// Export: the same files, no .git.
+	exp := filepath.Join(t.TempDir(), "export")
+	if err := h.Export(ctx, tj.Commits[4], exp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(exp, ".git")); !os.IsNotExist(err) {
+		t.Fatal("export wrote a .git")
+	}
+	for _, line := range strings.Split(replaytest.Git(t, tj.Work, "ls-tree", "-r", "--name-only", tj.Commits[4]), "\n") {
+		want := replaytest.Git(t, tj.Work, "show", tj.Commits[4]+":"+line)
+		got, err := os.ReadFile(filepath.Join(exp, line))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Fatalf("export %s: %q (%v), want %q", line, got, err, want)
+		}
+	}
+	if err := h.Export(ctx, strings.Repeat("1", 40), filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Fatal("export of an unknown commit succeeded")
+	}
 }
 
 func TestOpenRejectsBadBundles(t *testing.T) {
-	tj := replaytest.Build(t, "traj-bad", replaytest.AttributionScript()[:3], 3, false)
+	tj := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-bad", Changes: replaytest.AttributionScript()[:5], TurnSize: 3, History: true})
 	good, err := os.ReadFile(tj.BundlePath)
 	if err != nil {
 		t.Fatal(err)
@@ -63,26 +109,31 @@ func TestOpenRejectsBadBundles(t *testing.T) {
 		"not a bundle":   []byte("hello\n"),
 		"truncated head": good[:20],
 		"truncated pack": good[:len(good)-30],
-		"prerequisite":   []byte("# v2 git bundle\n-" + strings.Repeat("a", 40) + " x\n\nPACK"),
+		"prerequisite":   []byte("# v2 git bundle\n-" + strings.Repeat("a", 40) + " x\n" + strings.Repeat("b", 40) + " refs/heads/main\n\nPACK"),
 	}
 	for name, data := range tests {
 		p := filepath.Join(dir, fmt.Sprintf("%x.bundle", name))
 		os.WriteFile(p, data, 0o644)
-		if _, err := githistory.Open(p); err == nil {
+		if _, err := githistory.Open(context.Background(), p); err == nil {
 			t.Errorf("%s: opened without error", name)
 		}
 	}
-	if _, err := githistory.Open(filepath.Join(dir, "missing.bundle")); err == nil {
+	if _, err := githistory.Open(context.Background(), filepath.Join(dir, "missing.bundle")); err == nil {
 		t.Error("missing file opened")
+	}
+	// An incremental bundle without the ones before it.
+	if _, err := githistory.Open(context.Background(), tj.HistoryBundles[1:]...); err == nil {
+		t.Error("a chain missing its first bundle opened")
 	}
 }
 
 func BenchmarkCheckout(b *testing.B) {
 	tj := replaytest.Build(b, "traj-co", replaytest.AttributionScript(), 5, false)
-	h, err := githistory.Open(tj.BundlePath)
+	h, err := githistory.Open(context.Background(), tj.BundlePath)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer h.Close()
 	root := b.TempDir()
 	i := 0
 	for b.Loop() {

@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/gitstate"
 )
 
 // Git runs the git CLI in dir with a fixed identity and clock and returns
@@ -68,6 +71,9 @@ type Trajectory struct {
 	Commits []string
 	// Work is the git work tree the commits were made in.
 	Work string
+	// HistoryBundles are the per-part incremental bundles, in part order
+	// (Spec.History).
+	HistoryBundles []string
 }
 
 // Build makes a trajectory with one part per change, turnSize parts per
@@ -87,6 +93,13 @@ type Spec struct {
 	// EndReason defaults to part_limit; Model to scripted/tiny.
 	EndReason string
 	Model     string
+	// GitCLIBundle writes repo.bundle with `git bundle create` instead of
+	// trace/gitstate (the bundle traj itself writes).
+	GitCLIBundle bool
+	// History also writes, like the orchestrator, history/<part>.bundle
+	// after each committed part: a full bundle first, then incremental
+	// ones (trace/gitstate).
+	History bool
 }
 
 // BuildSpec is Build with every knob.
@@ -122,7 +135,9 @@ func BuildSpec(t testing.TB, spec Spec) *Trajectory {
 		tr.Environment = &trace.EnvironmentInfo{Name: "tiny", TestPaths: []string{"basics", "extra"}}
 	}
 	prev := initial
-	var commits []string
+	var commits, history []string
+	lastBundled := ""
+	historyDir := filepath.Join(root, id, "history")
 	var turn *trace.Turn
 	for i, ch := range changes {
 		part := i + 1
@@ -152,6 +167,12 @@ func BuildSpec(t testing.TB, spec Spec) *Trajectory {
 			cp.CommitAfter = Git(t, work, "rev-parse", "HEAD")
 			cp.Committed = true
 			cp.ChangedFiles = strings.Split(changed, "\n")
+			if spec.History {
+				path := filepath.Join(historyDir, fmt.Sprintf("%08d.bundle", part))
+				writeGitstateBundle(t, work, path, lastBundled)
+				history = append(history, path)
+				lastBundled = cp.CommitAfter
+			}
 		}
 		calls := ch.Calls
 		if calls == nil {
@@ -189,7 +210,7 @@ func BuildSpec(t testing.TB, spec Spec) *Trajectory {
 		t.Fatal(err)
 	}
 	tj := &Trajectory{ID: id, Dir: dir, TracePath: filepath.Join(dir, "agent_trace.json"),
-		BundlePath: filepath.Join(dir, "repo.bundle"), Trace: tr, Initial: initial, Commits: commits, Work: work}
+		BundlePath: filepath.Join(dir, "repo.bundle"), Trace: tr, Initial: initial, Commits: commits, Work: work, HistoryBundles: history}
 	tr.Artifacts = map[string]string{trace.ArtifactTrace: "file://" + tj.TracePath, trace.ArtifactBundle: "file://" + tj.BundlePath}
 	if trajFields {
 		// traj's own shape: recorded with the real trace writer, read back.
@@ -212,8 +233,41 @@ func BuildSpec(t testing.TB, spec Spec) *Trajectory {
 			t.Fatal(err)
 		}
 	}
-	Git(t, work, "bundle", "create", "-q", tj.BundlePath, "--all")
+	if spec.GitCLIBundle {
+		Git(t, work, "bundle", "create", "-q", tj.BundlePath, "--all")
+	} else {
+		writeGitstateBundle(t, work, tj.BundlePath, "")
+	}
 	return tj
+}
+
+// writeGitstateBundle writes the bundle of every ref of the repository in
+// work with trace/gitstate: full when since is empty, else incremental.
+func writeGitstateBundle(t testing.TB, work, path, since string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := gitstate.Open(ctx, work, gitstate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var from plumbing.Hash
+	if since != "" {
+		from = plumbing.NewHash(since)
+	}
+	if _, err := r.WriteHistoryBundle(ctx, f, from); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func writeWithWriter(t testing.TB, path string, tr *trace.Trace) {

@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
@@ -50,6 +53,9 @@ type Trajectory struct {
 // Close removes downloaded files.
 func (t *Trajectory) Close() error {
 	var errs []error
+	if t.History != nil {
+		errs = append(errs, t.History.Close())
+	}
 	for _, p := range t.cleanup {
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, err)
@@ -68,16 +74,17 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 		if req.TracePath == "" || req.BundlePath == "" {
 			return nil, fmt.Errorf("%w: --trace and --bundle go together", replay.ErrUsage)
 		}
-		return openFiles(req.TracePath, req.BundlePath, st)
+		return openFiles(ctx, req.TracePath, []string{req.BundlePath}, st)
 	}
 	if req.Ref == "" {
 		return nil, fmt.Errorf("%w: give --trajectory-id, or --trace and --bundle", replay.ErrUsage)
 	}
 	if fi, err := os.Stat(req.Ref); err == nil {
-		if fi.IsDir() {
-			return openFiles(filepath.Join(req.Ref, store.TraceName), filepath.Join(req.Ref, store.BundleName), st)
+		dir, tracePath := req.Ref, filepath.Join(req.Ref, store.TraceName)
+		if !fi.IsDir() {
+			dir, tracePath = filepath.Dir(req.Ref), req.Ref
 		}
-		return openFiles(req.Ref, filepath.Join(filepath.Dir(req.Ref), store.BundleName), st)
+		return openFolder(ctx, dir, tracePath, st)
 	}
 	if location.Scheme(req.Ref) != "" {
 		return nil, fmt.Errorf("%w: %s: give the trajectory id with --store pointing at the store", replay.ErrUsage, req.Ref)
@@ -85,22 +92,37 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	return openFromStore(ctx, st, req)
 }
 
-func openFiles(tracePath, bundlePath string, st store.Store) (*Trajectory, error) {
+func openFiles(ctx context.Context, tracePath string, bundles []string, st store.Store) (*Trajectory, error) {
 	tr, err := replay.ReadTraceFile(tracePath)
 	if err != nil {
 		return nil, err
 	}
-	h, err := githistory.Open(bundlePath)
+	h, err := githistory.Open(ctx, bundles...)
 	if err != nil {
-		return nil, fmt.Errorf("%w (a trajectory's repo.bundle is written when the run ends)", err)
+		return nil, err
 	}
 	t := &Trajectory{ID: tr.TrajectoryID, Trace: tr, History: h, Store: st}
-	for _, p := range []string{tracePath, bundlePath} {
-		if abs, err := filepath.Abs(filepath.Dir(p)); err == nil {
+	for _, p := range append([]string{tracePath}, bundles...) {
+		if abs, err := filepath.Abs(filepath.Dir(p)); err == nil && !slices.Contains(t.Protected, abs) {
 			t.Protected = append(t.Protected, abs)
 		}
 	}
 	return t, nil
+}
+
+// openFolder opens a trajectory folder: its repo.bundle, or when the run
+// has not finished, the chain of history/<part>.bundle files.
+func openFolder(ctx context.Context, dir, tracePath string, st store.Store) (*Trajectory, error) {
+	full := filepath.Join(dir, store.BundleName)
+	if _, err := os.Stat(full); err == nil {
+		return openFiles(ctx, tracePath, []string{full}, st)
+	}
+	chain, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
+	if len(chain) == 0 {
+		return nil, fmt.Errorf("%s has no %s and no %s*.bundle (the full bundle is written when the run ends)", dir, store.BundleName, store.HistoryDir)
+	}
+	sort.Strings(chain) // zero-padded part numbers: lexical order is part order
+	return openFiles(ctx, tracePath, chain, st)
 }
 
 func openFromStore(ctx context.Context, st store.Store, req Request) (*Trajectory, error) {
@@ -121,49 +143,78 @@ func openFromStore(ctx context.Context, st store.Store, req Request) (*Trajector
 		return nil, fmt.Errorf("read trace of %s: %w", id, err)
 	}
 	t := &Trajectory{ID: id, Trace: tr, Store: st, InStore: true}
-	bundle := ""
 	if lp, ok := store.AsLocal(st); ok {
-		if p, err := lp.LocalPath(store.BundleKey(id)); err == nil {
-			bundle = p
+		// Never write a checkout into the trajectory's own folder.
+		if p, err := lp.LocalPath(store.TraceKey(id)); err == nil {
 			t.Protected = append(t.Protected, filepath.Dir(p))
 		}
 	}
-	if bundle == "" {
-		f, err := os.CreateTemp(req.TempDir, "traj-bundle-*")
-		if err != nil {
-			return nil, fmt.Errorf("download bundle: %w", err)
-		}
-		bundle = f.Name()
-		t.cleanup = append(t.cleanup, bundle)
-		err = st.Load(ctx, store.BundleKey(id), func(r io.Reader) error {
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return err
+	keys := []string{store.BundleKey(id)}
+	if _, err := st.Stat(ctx, store.BundleKey(id)); errors.Is(err, store.ErrNotFound) {
+		// The run has not finished (or died): rebuild from the chain of
+		// incremental bundles written after each checkpoint.
+		keys = nil
+		err := st.List(ctx, store.HistoryPrefix(id), func(fi store.FileInfo) error {
+			if strings.HasSuffix(fi.Key, ".bundle") {
+				keys = append(keys, fi.Key)
 			}
-			if err := f.Truncate(0); err != nil {
-				return err
-			}
-			_, err := io.Copy(f, r)
-			return err
+			return nil
 		})
-		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("list history bundles of %s: %w", id, err)
+		}
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("trajectory %s has no %s and no history bundles (the full bundle is written when the run ends)", id, store.BundleKey(id))
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("look up bundle of %s: %w", id, err)
+	}
+	var paths []string
+	for _, key := range keys {
+		p, err := t.localCopy(ctx, st, key, req.TempDir)
 		if err != nil {
 			t.Close()
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("trajectory %s has no %s yet (it is written when the run ends)", id, store.BundleKey(id))
-			}
-			return nil, fmt.Errorf("download bundle of %s: %w", id, err)
+			return nil, err
 		}
+		paths = append(paths, p)
 	}
-	if _, err := os.Stat(bundle); err != nil {
-		return nil, fmt.Errorf("trajectory %s has no %s yet (it is written when the run ends)", id, store.BundleKey(id))
-	}
-	h, err := githistory.Open(bundle)
+	h, err := githistory.Open(ctx, paths...)
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
 	t.History = h
 	return t, nil
+}
+
+// localCopy returns a local file holding key: the store's own file for a
+// local store, else a download into tempDir removed by Close.
+func (t *Trajectory) localCopy(ctx context.Context, st store.Store, key, tempDir string) (string, error) {
+	if lp, ok := store.AsLocal(st); ok {
+		return lp.LocalPath(key)
+	}
+	f, err := os.CreateTemp(tempDir, "traj-bundle-*")
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", key, err)
+	}
+	t.cleanup = append(t.cleanup, f.Name())
+	err = st.Load(ctx, key, func(r io.Reader) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		_, err := io.Copy(f, r)
+		return err
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", key, err)
+	}
+	return f.Name(), nil
 }
 
 // Cache returns the evaluation cache kept in st at store.EvalCacheKey.
