@@ -1,0 +1,367 @@
+package opencode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trajlab/traj/sandbox"
+)
+
+// Readiness backoff for GET /global/health (as the reference platform's
+// waitForOpenCodeReady): 200 ms first delay, ×1.5, at most 2 s per
+// attempt, 30 s in total.
+const (
+	readyBase       = 200 * time.Millisecond
+	readyFactor     = 1.5
+	readyMaxAttempt = 2 * time.Second
+	DefaultReady    = 30 * time.Second
+)
+
+// ServiceName is the OpenCode server's service (and log) name.
+const ServiceName = "opencode"
+
+// Host is the only address OpenCode listens on.
+const Host = "127.0.0.1"
+
+// Sandbox is what Start needs from a sandbox.
+type Sandbox interface {
+	Workspace() string
+	TrajectoryDir() string
+	LogPath(name string) string
+	StartService(ctx context.Context, spec sandbox.ServiceSpec) (sandbox.Service, error)
+}
+
+// ServerOptions configure Start.
+type ServerOptions struct {
+	// Binary is the opencode executable (see ResolveBinary).
+	Binary string
+	// Config is written to the trajectory's OpenCode config folder.
+	Config Config
+	// Env adds KEY=VALUE pairs to the server's environment, e.g. the API
+	// key a Provider's APIKeyEnv names. They live only in the child's
+	// environment, never in a file.
+	Env []string
+	// BaseEnv is the environment to start from; os.Environ() when nil.
+	// OPENCODE_* variables in it are dropped so the user's own OpenCode
+	// settings do not leak into a trajectory.
+	BaseEnv []string
+	// ReadyTimeout bounds the wait for /global/health; DefaultReady when 0.
+	ReadyTimeout time.Duration
+	// Grace between SIGTERM and SIGKILL on Stop; 5 s when 0.
+	Grace  time.Duration
+	Logger *slog.Logger
+}
+
+// Server is a running `opencode serve` for one trajectory.
+type Server struct {
+	// URL is http://127.0.0.1:PORT.
+	URL    string
+	Port   int
+	Client *Client
+
+	binary   string
+	svc      sandbox.Service
+	stateDir string
+	logPath  string
+}
+
+// Paths of a trajectory's OpenCode state, under <trajectory>/opencode:
+// the XDG folders (config holds opencode/opencode.json) and the 0600
+// password file. Nothing here belongs in a store upload.
+func stateDir(traj string) string { return filepath.Join(traj, "opencode") }
+
+// ConfigPath is where Start writes opencode.json for a trajectory: the
+// global config of the trajectory's own XDG_CONFIG_HOME, outside the
+// workspace so checkpoints never commit it.
+func ConfigPath(traj string) string {
+	return filepath.Join(stateDir(traj), "xdg", "config", "opencode", "opencode.json")
+}
+
+// PasswordFile is the 0600 file holding the server password while the
+// server runs (removed by Stop): the only place the password is written.
+func PasswordFile(traj string) string { return filepath.Join(stateDir(traj), "password") }
+
+var listening = regexp.MustCompile(`opencode server listening on http://127\.0\.0\.1:(\d+)`)
+
+// Start writes the config, starts `opencode serve --hostname 127.0.0.1
+// --port 0` as a sandbox service in the workspace with its own XDG
+// data/config/state/cache folders and a random password, learns the port
+// from the server's first output line, and waits for /global/health. On
+// failure the server is stopped and the error carries its log's tail.
+func Start(ctx context.Context, sb Sandbox, opts ServerOptions) (*Server, error) {
+	if opts.Binary == "" {
+		return nil, fmt.Errorf("start opencode: %w", ErrNoBinary)
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReady
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 5 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	traj := sb.TrajectoryDir()
+	dir := stateDir(traj)
+	xdg := map[string]string{}
+	for _, k := range []string{"config", "data", "state", "cache"} {
+		p := filepath.Join(dir, "xdg", k)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, fmt.Errorf("start opencode: state folder: %w", err)
+		}
+		xdg["XDG_"+strings.ToUpper(k)+"_HOME"] = p
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("start opencode: %w", err)
+	}
+	if err := WriteConfig(ConfigPath(traj), opts.Config); err != nil {
+		return nil, fmt.Errorf("start opencode: %w", err)
+	}
+	password, err := newPassword()
+	if err != nil {
+		return nil, fmt.Errorf("start opencode: %w", err)
+	}
+	if err := writeSecret(PasswordFile(traj), password); err != nil {
+		return nil, fmt.Errorf("start opencode: %w", err)
+	}
+
+	env := serverEnv(opts.BaseEnv, opts.Env, xdg, password)
+	logPath := sb.LogPath(ServiceName)
+	// Learn the port from this run's output only, not a previous run's.
+	offset := fileSize(logPath)
+	svc, err := sb.StartService(ctx, sandbox.ServiceSpec{
+		Name: ServiceName, Path: opts.Binary,
+		Args: []string{"serve", "--hostname", Host, "--port", "0", "--print-logs", "--log-level", "INFO"},
+		Dir:  sb.Workspace(), Env: env, Grace: opts.Grace,
+	})
+	if err != nil {
+		os.Remove(PasswordFile(traj))
+		return nil, fmt.Errorf("start opencode: %w", err)
+	}
+	s := &Server{binary: opts.Binary, svc: svc, stateDir: dir, logPath: logPath}
+	started := time.Now()
+	if err := s.waitReady(ctx, password, offset, opts.ReadyTimeout); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("start opencode: %w\n--- %s (tail) ---\n%s", err, logPath, redact(tail(logPath, 4096), password))
+	}
+	log.Info("opencode ready", "url", s.URL, "pid", svc.PID(), "after", time.Since(started).Round(time.Millisecond))
+	return s, nil
+}
+
+// serverEnv is base minus OPENCODE_* and the XDG folders, plus extra, plus
+// traj's settings (which win).
+func serverEnv(base, extra []string, xdg map[string]string, password string) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	ours := map[string]string{
+		"OPENCODE_SERVER_PASSWORD":      password,
+		"OPENCODE_DISABLE_AUTOUPDATE":   "1",
+		"OPENCODE_DISABLE_SHARE":        "1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+		"OPENCODE_DISABLE_CLAUDE_CODE":  "1",
+	}
+	for k, v := range xdg {
+		ours[k] = v
+	}
+	var env []string
+	for _, kv := range append(append([]string(nil), base...), extra...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, set := ours[k]; set || strings.HasPrefix(k, "OPENCODE_") && !containsKey(extra, k) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for k, v := range ours {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func containsKey(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) waitReady(ctx context.Context, password string, offset int64, total time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, total)
+	defer cancel()
+	delay := readyBase
+	var last error = errors.New("no answer yet")
+	for {
+		select {
+		case <-s.svc.Done():
+			return fmt.Errorf("opencode exited before it was ready: %v", s.svc.Err())
+		default:
+		}
+		if s.Port == 0 {
+			if port := findPort(s.logPath, offset); port > 0 {
+				s.Port = port
+				s.URL = "http://" + Host + ":" + strconv.Itoa(port)
+				s.Client = NewClient(s.URL, password)
+			} else {
+				last = errors.New("no listening line in the log yet")
+			}
+		}
+		if s.Client != nil {
+			actx, acancel := context.WithTimeout(ctx, readyMaxAttempt)
+			h, err := s.Client.Health(actx)
+			acancel()
+			if err == nil && h.Healthy {
+				return nil
+			}
+			if err == nil {
+				err = errors.New("server says it is not healthy")
+			}
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %v: %w", total, last)
+		case <-s.svc.Done():
+			return fmt.Errorf("opencode exited before it was ready: %v", s.svc.Err())
+		case <-time.After(delay):
+		}
+		delay = min(time.Duration(float64(delay)*readyFactor), readyMaxAttempt)
+	}
+}
+
+func findPort(logPath string, offset int64) int {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return 0
+	}
+	m := listening.FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	port, _ := strconv.Atoi(string(m[1]))
+	return port
+}
+
+// Stop stops the server's process group and removes the password file.
+func (s *Server) Stop() error {
+	err := s.svc.Stop()
+	if rerr := os.Remove(filepath.Join(s.stateDir, "password")); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// Done is closed when the server process has exited (e.g. it died).
+func (s *Server) Done() <-chan struct{} { return s.svc.Done() }
+
+// Err is the server's exit error once Done is closed.
+func (s *Server) Err() error { return s.svc.Err() }
+
+// PID is the server's process (group) id.
+func (s *Server) PID() int { return s.svc.PID() }
+
+// LogPath is the server's stdout+stderr log.
+func (s *Server) LogPath() string { return s.logPath }
+
+// AttachCommand is a shell command that opens OpenCode's terminal UI on
+// the live session. It holds no secret: the password is read from the
+// 0600 password file when the command runs.
+func (s *Server) AttachCommand(sessionID string) string {
+	cmd := "OPENCODE_SERVER_PASSWORD=\"$(cat " + shellQuote(filepath.Join(s.stateDir, "password")) + ")\" " +
+		shellQuote(s.binary) + " attach " + s.URL
+	if sessionID != "" {
+		cmd += " --session " + shellQuote(sessionID)
+	}
+	return cmd
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newPassword() (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("server password: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// writeSecret writes a 0600 file (never readable by others, even for an
+// instant).
+func writeSecret(path, secret string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.WriteString(secret); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// tail is the last n bytes of a file, from a line start.
+func tail(p string, n int64) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	size := fileSize(p)
+	off := max(size-n, 0)
+	b := make([]byte, size-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return "(log unreadable: " + err.Error() + ")"
+	}
+	s := string(b)
+	if off > 0 {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
+
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[redacted]")
+}
