@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,13 @@ func (t *Trajectory) Close() error {
 
 // Open resolves req.
 func Open(ctx context.Context, req Request) (*Trajectory, error) {
+	if location.Scheme(req.Ref) != "" {
+		storeURL, id, ok := SplitTrajectoryURL(req.Ref)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s is not a trajectory URL (want s3://bucket/prefix/trajectories/<id>)", replay.ErrUsage, req.Ref)
+		}
+		req.Ref, req.StoreURL = id, storeURL
+	}
 	st, err := location.Open(ctx, req.StoreURL, location.Options{})
 	if err != nil {
 		return nil, err
@@ -86,10 +94,31 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 		}
 		return openFolder(ctx, dir, tracePath, st)
 	}
-	if location.Scheme(req.Ref) != "" {
-		return nil, fmt.Errorf("%w: %s: give the trajectory id with --store pointing at the store", replay.ErrUsage, req.Ref)
-	}
 	return openFromStore(ctx, st, req)
+}
+
+// SplitTrajectoryURL splits a trajectory URL
+// (scheme://bucket/prefix/trajectories/<id>, optionally ending in
+// /agent_trace.json, query kept with the store) into the store URL and the
+// id.
+func SplitTrajectoryURL(raw string) (storeURL, id string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", false
+	}
+	p := strings.TrimSuffix(u.Path, "/")
+	p = strings.TrimSuffix(p, "/"+store.TraceName)
+	const marker = "/" + store.TrajectoriesDir
+	i := strings.LastIndex(p, marker)
+	if i < 0 {
+		return "", "", false
+	}
+	id = p[i+len(marker):]
+	if id == "" || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	u.Path, u.RawPath = p[:i], ""
+	return u.String(), id, true
 }
 
 func openFiles(ctx context.Context, tracePath string, bundles []string, st store.Store) (*Trajectory, error) {

@@ -12,6 +12,8 @@ import (
 	"github.com/trajlab/traj/replay/replaytest"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/location"
+	"github.com/trajlab/traj/trace/store/s3test"
 )
 
 func copyFile(t *testing.T, src, dst string) {
@@ -103,7 +105,7 @@ func TestOpenErrors(t *testing.T) {
 		{"traversal in id", source.Request{Ref: "../../etc", StoreURL: st}, true, "trajectory id"},
 		{"trace without bundle flag", source.Request{TracePath: tj.TracePath, StoreURL: st}, true, "--trace and --bundle"},
 		{"folder without bundles", source.Request{Ref: noBundle, StoreURL: st}, false, "no repo.bundle"},
-		{"s3 URL as id", source.Request{Ref: "s3://bucket/trajectories/x", StoreURL: st}, true, "--store"},
+		{"URL that names no trajectory", source.Request{Ref: "s3://bucket/some/thing", StoreURL: st}, true, "not a trajectory URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,5 +114,66 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one mentioning %q (usage %v)", err, tt.want, tt.usage)
 			}
 		})
+	}
+}
+
+func TestSplitTrajectoryURL(t *testing.T) {
+	tests := []struct{ in, store, id string }{
+		{"s3://bucket/trajectories/abc", "s3://bucket", "abc"},
+		{"s3://bucket/team/runs/trajectories/abc/", "s3://bucket/team/runs", "abc"},
+		{"s3://bucket/p/trajectories/abc/agent_trace.json?endpoint=http%3A%2F%2F127.0.0.1%3A9000", "s3://bucket/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000", "abc"},
+		{"s3://bucket/p/trajectories/", "", ""},
+		{"s3://bucket/p/trajectories/a/b", "", ""},
+	}
+	for _, tt := range tests {
+		st, id, ok := source.SplitTrajectoryURL(tt.in)
+		if st != tt.store || id != tt.id || ok != (tt.id != "") {
+			t.Errorf("SplitTrajectoryURL(%q) = %q, %q, %v", tt.in, st, id, ok)
+		}
+	}
+}
+
+// A trajectory in a real S3 server (versitygw on 127.0.0.1), named by its
+// s3:// URL: the trace is read and the bundle downloaded and removed again.
+func TestOpenFromS3(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-s3", replaytest.AttributionScript(), 4, true)
+	storeURL := srv.URL("team")
+	st, err := location.Open(ctx, storeURL, location.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, path := range map[string]string{store.TraceKey(tj.ID): tj.TracePath, store.BundleKey(tj.ID): tj.BundlePath} {
+		if err := st.Save(ctx, key, store.File(path)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, _, _ := strings.Cut(storeURL, "?")
+	_, q, _ := strings.Cut(storeURL, "?")
+	tmp := t.TempDir()
+	tr, err := source.Open(ctx, source.Request{Ref: u + "/trajectories/" + tj.ID + "?" + q, TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.ID != tj.ID || !tr.InStore {
+		t.Fatalf("opened %s (in store %v)", tr.ID, tr.InStore)
+	}
+	dest := filepath.Join(t.TempDir(), "co")
+	if _, err := replay.CheckoutPart(ctx, tr.Trace, tr.History, replay.CheckoutRequest{Part: 8, Dest: dest}); err != nil {
+		t.Fatal(err)
+	}
+	if head := replaytest.Git(t, dest, "rev-parse", "HEAD"); head != tj.Commits[7] {
+		t.Fatalf("HEAD %s", head)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 1 {
+		t.Fatalf("download folder holds %d files, want the bundle", len(entries))
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatal("Close left the downloaded bundle behind")
 	}
 }
