@@ -17,6 +17,7 @@ type EnvironmentEvaluator struct {
 	// CaseWorkers bounds the cases run at once within one tree; 0 means
 	// cores / TreeWorkers, so trees × cases do not oversubscribe the CPU.
 	CaseWorkers int
+	// TreeWorkers is evaluate's --workers; 0 means one per core.
 	TreeWorkers int
 }
 
@@ -27,7 +28,11 @@ func (e *EnvironmentEvaluator) Version() string { return e.Env.Version() }
 func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths []string) (Result, error) {
 	workers := e.CaseWorkers
 	if workers <= 0 {
-		workers = max(1, runtime.NumCPU()/max(1, e.TreeWorkers))
+		trees := e.TreeWorkers
+		if trees <= 0 {
+			trees = runtime.NumCPU()
+		}
+		workers = max(1, runtime.NumCPU()/trees)
 	}
 	build := e.Env.Build(ctx, dir)
 	if err := ctx.Err(); err != nil {

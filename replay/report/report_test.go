@@ -212,3 +212,35 @@ func TestRenderWithChromium(t *testing.T) {
 		t.Fatalf("screenshot is %d bytes, not a rendered page", len(img))
 	}
 }
+
+func TestCollectFolders(t *testing.T) {
+	root := t.TempDir()
+	tracetest.WriteDir(t, mkdir(t, filepath.Join(root, "a")), tracetest.Spec{TrajectoryID: "traj-a", Turns: []int{3}, End: trace.EndPartLimit,
+		EnvoiCalls: map[int][]trace.EnvoiCall{2: {tracetest.RunTests("basics", 3, 7)}}})
+	tracetest.WriteDir(t, mkdir(t, filepath.Join(root, "nested", "b")), tracetest.Spec{TrajectoryID: "traj-b", Turns: []int{1, 1}, End: trace.EndSolved})
+	if err := os.WriteFile(filepath.Join(root, "nested", "b", "evaluation.json"), []byte(`{"part_evaluations": {"2": {"pass_rate": 1, "passed": 5, "total": 5, "suites": {"basics": {"passed": 5, "total": 5, "pass_rate": 1}}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(mkdir(t, filepath.Join(root, "junk")), "agent_trace.json"), []byte("not json"), 0o644)
+	trajs, err := report.CollectFolders(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trajs) != 2 || trajs[0].ID != "traj-a" || trajs[1].ID != "traj-b" {
+		t.Fatalf("collected %+v", trajs)
+	}
+	if a := trajs[0]; a.RateSource != report.FromTrace || a.Suites[0].Passed != 3 || a.Suites[0].Total != 10 {
+		t.Fatalf("traj-a %+v", a)
+	}
+	if b := trajs[1]; b.RateSource != report.FromEvaluation || *b.PassRate != 1 || b.Suites[0].Part != 2 {
+		t.Fatalf("traj-b %+v", b)
+	}
+}
+
+func mkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
