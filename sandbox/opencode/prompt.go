@@ -56,17 +56,20 @@ func (c *Client) NewMessageID() string { return c.ids.next("msg", time.Now()) }
 // SendPrompt delivers p reliably and returns the user message's id. It
 // gives p a message id (unless set), posts it with prompt_async, and
 // checks that the message appears in the session; if not within the
-// interval it posts again, up to the attempt limit. Before re-posting it
-// checks once more, so a prompt that landed late is never sent twice.
+// interval it posts again, up to the attempt limit. Before re-posting (and
+// before the first post when the caller chose the id) it checks once more,
+// so a prompt that landed late, or is sent again with the same id, is
+// never delivered twice.
 // A 4xx answer other than 404 is final (the request itself is wrong).
 func (c *Client) SendPrompt(ctx context.Context, sessionID string, p Prompt) (string, error) {
-	if p.MessageID == "" {
+	given := p.MessageID != ""
+	if !given {
 		p.MessageID = c.NewMessageID()
 	}
 	attempts, interval := c.promptAttempts, c.promptInterval
 	var lastErr error
 	for attempt := 1; attempt <= attempts; attempt++ {
-		if attempt > 1 {
+		if attempt > 1 || given {
 			if ok, _ := c.delivered(ctx, sessionID, p.MessageID); ok {
 				return p.MessageID, nil
 			}

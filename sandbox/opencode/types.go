@@ -155,7 +155,7 @@ type ToolState struct {
 // state completed or error, and any other part type as soon as it appears
 // (patch, step-start, step-finish, file, … are emitted whole). OpenCode
 // may still send updates for a completed part; count each part id once.
-func (p *Part) Completed() bool {
+func (p Part) Completed() bool {
 	switch p.Type {
 	case PartText, PartReasoning:
 		return p.Time == nil || p.Time.End != nil
@@ -168,7 +168,7 @@ func (p *Part) Completed() bool {
 
 // SubSessionID is the child session a task tool part runs, from its
 // state metadata; empty for other parts or before the child exists.
-func (p *Part) SubSessionID() string {
+func (p Part) SubSessionID() string {
 	if p.Type != PartTool || p.State == nil || len(p.State.Metadata) == 0 {
 		return ""
 	}

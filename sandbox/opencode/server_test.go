@@ -1,0 +1,433 @@
+package opencode_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/scripted"
+	"github.com/trajlab/traj/sandbox/xec"
+)
+
+// fakeAPIKey stands for a provider key: it must reach the model server
+// (proving the {env:NAME} reference works) and never any file.
+const fakeAPIKey = "sk-traj-test-3f9c1e77d2b04a5e"
+
+// binary finds OpenCode or fails: these tests are part of `make test`.
+// Outside CI, TRAJ_SKIP_OPENCODE=1 turns a missing binary into a skip.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin, err := opencode.ResolveBinary("")
+	if err != nil {
+		if os.Getenv("CI") == "" && os.Getenv("TRAJ_SKIP_OPENCODE") == "1" {
+			t.Skipf("TRAJ_SKIP_OPENCODE=1: %v", err)
+		}
+		t.Fatalf("%v (run make setup)", err)
+	}
+	return bin
+}
+
+// trajBinary is the traj executable for the tests MCP server: $TRAJ_BIN
+// (make test builds it), else built once for this test binary.
+var trajOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func trajBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TRAJ_BIN"); p != "" {
+		return p
+	}
+	trajOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "traj-bin-")
+		if err != nil {
+			trajOnce.err = err
+			return
+		}
+		trajOnce.path = filepath.Join(dir, "traj")
+		out, err := exec.Command("go", "build", "-o", trajOnce.path, "github.com/trajlab/traj/cmd/traj").CombinedOutput()
+		if err != nil {
+			trajOnce.err = fmt.Errorf("go build traj: %v\n%s", err, out)
+		}
+	})
+	if trajOnce.err != nil {
+		t.Fatalf("%v (or set TRAJ_BIN; make test does)", trajOnce.err)
+	}
+	return trajOnce.path
+}
+
+// modelServer serves script on 127.0.0.1 until the test ends and records
+// the Authorization headers OpenCode sent.
+type modelServer struct {
+	url string
+	mu  sync.Mutex
+	ok  int // requests that carried the fake key
+}
+
+func startModel(t *testing.T, script string) *modelServer {
+	t.Helper()
+	sc, err := scripted.Parse("test.jsonl", strings.NewReader(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := scripted.New(sc, scripted.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := &modelServer{url: scripted.BaseURL(ln.Addr())}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer "+fakeAPIKey {
+			ms.mu.Lock()
+			ms.ok++
+			ms.mu.Unlock()
+		}
+		srv.ServeHTTP(w, r)
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	return ms
+}
+
+func (ms *modelServer) keyed() int {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.ok
+}
+
+func config(t *testing.T, ms *modelServer, ws string) opencode.Config {
+	return opencode.Config{
+		Model:      "scripted/demo",
+		SmallModel: "scripted/small",
+		Providers: map[string]opencode.Provider{"scripted": {
+			NPM: "@ai-sdk/openai-compatible", Name: "Scripted", BaseURL: ms.url,
+			APIKeyEnv: "TRAJ_TEST_MODEL_KEY", Models: []string{"demo", "small"},
+		}},
+		TestsMCP: opencode.TrajMCP(trajBinary(t), ws),
+	}
+}
+
+// env is a test sandbox with a running OpenCode server.
+type env struct {
+	sb    *sandbox.Local
+	srv   *opencode.Server
+	model *modelServer
+}
+
+func start(t *testing.T, script string) *env {
+	t.Helper()
+	bin := binary(t)
+	ms := startModel(t, script)
+	sb, err := sandbox.NewLocal(context.Background(), sandbox.LocalOptions{TrajectoryDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
+	srv, err := opencode.Start(context.Background(), sb, opencode.ServerOptions{
+		Binary: bin, Config: config(t, ms, sb.Workspace()),
+		Env: []string{"TRAJ_TEST_MODEL_KEY=" + fakeAPIKey},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	return &env{sb: sb, srv: srv, model: ms}
+}
+
+func password(t *testing.T, e *env) string {
+	b, err := os.ReadFile(opencode.PasswordFile(e.sb.TrajectoryDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const agentScript = `
+{"reasoning":"Plan: write, run, delegate.","text":"Writing a file.","tools":[{"name":"write","args":{"filePath":"hello.txt","content":"hi\n"}},{"name":"bash","args":{"command":"echo ran > bash.txt && cat hello.txt","description":"run"}}]}
+{"tools":[{"name":"task","args":{"description":"sub work","prompt":"list the files","subagent_type":"general"}}]}
+{"tools":[{"name":"bash","args":{"command":"ls","description":"list"}}]}
+{"text":"Sub-agent saw hello.txt."}
+{"text":"All done.","usage":{"prompt_tokens":1200,"completion_tokens":3,"cached_tokens":1000}}
+`
+
+func TestAgentSession(t *testing.T) {
+	e := start(t, agentScript)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := e.srv.Client
+
+	t.Run("401 without credentials", func(t *testing.T) {
+		for _, pw := range []string{"", "wrong"} {
+			_, err := opencode.NewClient(e.srv.URL, pw).Health(ctx)
+			if !errors.Is(err, opencode.ErrUnauthorized) {
+				t.Fatalf("password %q: err = %v, want 401", pw, err)
+			}
+		}
+		if _, err := opencode.NewClient(e.srv.URL, "wrong").Subscribe(ctx, opencode.StreamOptions{}); !errors.Is(err, opencode.ErrUnauthorized) {
+			t.Fatalf("subscribe with a wrong password: %v", err)
+		}
+	})
+
+	t.Run("config in effect", func(t *testing.T) {
+		raw, err := c.Config(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Model      string         `json:"model"`
+			SmallModel string         `json:"small_model"`
+			Permission map[string]any `json:"permission"`
+		}
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Model != "scripted/demo" || cfg.SmallModel != "scripted/small" {
+			t.Fatalf("model %q small %q", cfg.Model, cfg.SmallModel)
+		}
+		if cfg.Permission["question"] != "deny" || cfg.Permission["bash"] != "allow" || cfg.Permission["edit"] != "allow" {
+			t.Fatalf("permission = %v", cfg.Permission)
+		}
+		st, err := c.MCPStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(st["tests"]), `"connected"`) {
+			t.Fatalf("tests MCP status = %s", st["tests"])
+		}
+		if strings.Contains(e.srv.AttachCommand("ses_x"), password(t, e)) {
+			t.Fatal("attach command holds the password")
+		}
+	})
+
+	sess, err := c.CreateSession(ctx, opencode.CreateSessionRequest{Title: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := c.Subscribe(ctx, opencode.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	msgID, err := c.SendPrompt(ctx, sess.ID, opencode.TextPrompt("Do the thing."))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Follow events until the root session is idle.
+	var (
+		completed = map[string]opencode.Part{} // part id → first completed update
+		children  []opencode.Session
+		finished  []opencode.MessageInfo
+	)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-stream.Events():
+			if !ok {
+				t.Fatalf("stream ended: %v", stream.Err())
+			}
+			switch ev.Type {
+			case opencode.EventPartUpdated:
+				if ev.Part.Completed() {
+					if _, seen := completed[ev.Part.ID]; !seen {
+						completed[ev.Part.ID] = *ev.Part
+					}
+				}
+			case opencode.EventSessionCreated:
+				if ev.Session.ParentID == sess.ID {
+					children = append(children, *ev.Session)
+				}
+			case opencode.EventMessageUpdated:
+				if ev.Message.Time.Completed != nil {
+					finished = append(finished, *ev.Message)
+				}
+			case opencode.EventSessionIdle:
+				done = ev.SessionID == sess.ID
+			}
+		case <-ctx.Done():
+			t.Fatalf("no session.idle: %v", ctx.Err())
+		}
+	}
+
+	// The tools really ran in the workspace.
+	for name, want := range map[string]string{"hello.txt": "hi\n", "bash.txt": "ran\n"} {
+		b, err := os.ReadFile(filepath.Join(e.sb.Workspace(), name))
+		if err != nil || string(b) != want {
+			t.Fatalf("%s = %q, %v; want %q", name, b, err, want)
+		}
+	}
+
+	// Messages hold the tool parts, completed, and the verbatim JSON.
+	msgs, err := c.Messages(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs[0].Info.ID != msgID || msgs[0].Info.Role != "user" {
+		t.Fatalf("first message %s %s, want the prompt %s", msgs[0].Info.ID, msgs[0].Info.Role, msgID)
+	}
+	tools := map[string]opencode.Part{}
+	var types []string
+	for _, m := range msgs {
+		if len(m.Raw) == 0 || !json.Valid(m.Raw) {
+			t.Fatal("message without raw JSON")
+		}
+		for _, p := range m.Parts {
+			types = append(types, p.Type)
+			if p.Type == opencode.PartTool {
+				tools[p.Tool] = p
+			}
+			if m.Info.Role == "assistant" && !p.Completed() {
+				t.Errorf("part %s (%s) not completed after idle", p.ID, p.Type)
+			}
+		}
+	}
+	for _, name := range []string{"write", "bash", "task"} {
+		p, ok := tools[name]
+		if !ok || p.State.Status != opencode.ToolCompleted {
+			t.Fatalf("tool %s: %+v (parts %v)", name, p.State, types)
+		}
+		if ev, ok := completed[p.ID]; !ok || ev.State.Status != opencode.ToolCompleted {
+			t.Fatalf("no completed event for tool part %s", name)
+		}
+	}
+	if !strings.Contains(tools["bash"].State.Output, "hi") {
+		t.Fatalf("bash output %q", tools["bash"].State.Output)
+	}
+	for _, typ := range []string{opencode.PartReasoning, opencode.PartText, opencode.PartStepStart, opencode.PartStepFinish, opencode.PartPatch} {
+		if !strings.Contains(" "+strings.Join(types, " ")+" ", " "+typ+" ") {
+			t.Errorf("no %s part among %v", typ, types)
+		}
+	}
+
+	// The sub-agent's session is a child found by its parentID.
+	kids, err := c.Children(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 1 || kids[0].ParentID != sess.ID {
+		t.Fatalf("children = %+v", kids)
+	}
+	if len(children) != 1 || children[0].ID != kids[0].ID {
+		t.Fatalf("session.created events for children: %+v", children)
+	}
+	if got := tools["task"].SubSessionID(); got != kids[0].ID {
+		t.Fatalf("task part names session %q, want %q", got, kids[0].ID)
+	}
+	kidMsgs, err := c.Messages(ctx, kids[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := kidMsgs[len(kidMsgs)-1]; last.Info.Role != "assistant" || !strings.Contains(string(last.Raw)+partsText(last), "Sub-agent saw hello.txt.") {
+		t.Fatalf("child's last message: %s", last.Raw)
+	}
+
+	// Tokens: the scripted usage of the last response reaches the message.
+	var sawUsage bool
+	for _, m := range finished {
+		if m.SessionID == sess.ID && m.Tokens != nil && m.Tokens.Input > 0 && m.Tokens.Output == 3 {
+			sawUsage = true
+		}
+	}
+	if !sawUsage {
+		t.Fatalf("no finished message with the scripted usage among %d", len(finished))
+	}
+	if e.model.keyed() < 5 {
+		t.Fatalf("%d model requests carried the API key from the environment", e.model.keyed())
+	}
+
+	t.Run("prompt with a delivered id is not sent again", func(t *testing.T) {
+		p := opencode.TextPrompt("Do the thing.")
+		p.MessageID = msgID
+		got, err := c.SendPrompt(ctx, sess.ID, p)
+		if err != nil || got != msgID {
+			t.Fatalf("SendPrompt = %q, %v", got, err)
+		}
+		again, err := c.Messages(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again) != len(msgs) {
+			t.Fatalf("messages %d → %d after a repeated prompt", len(msgs), len(again))
+		}
+		if err := c.Abort(ctx, sess.ID); err != nil {
+			t.Fatalf("abort idle session: %v", err)
+		}
+	})
+
+	t.Run("workspace clean of OpenCode files", func(t *testing.T) {
+		out, err := exec.Command("git", "-C", e.sb.Workspace(), "status", "--porcelain", "--untracked-files=all").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(string(out)); strings.Join(got, " ") != "?? bash.txt ?? hello.txt" {
+			t.Fatalf("git status = %q", out)
+		}
+	})
+
+	pw := password(t, e)
+	pid := e.srv.PID()
+	if err := e.srv.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	for _, m := range xec.GroupMembers(pid) {
+		if m.State != 'Z' {
+			t.Fatalf("process left after stop: %+v", m)
+		}
+	}
+	t.Run("no secret in any file", func(t *testing.T) {
+		if _, err := os.Stat(opencode.PasswordFile(e.sb.TrajectoryDir())); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("password file after stop: %v", err)
+		}
+		assertNoSecret(t, e.sb.TrajectoryDir(), pw, fakeAPIKey)
+	})
+}
+
+func partsText(m opencode.Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// assertNoSecret walks dir and fails if any file holds a secret.
+func assertNoSecret(t *testing.T, dir string, secrets ...string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, s := range secrets {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s holds a secret", p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 5 {
+		t.Fatalf("only %d files under %s: the check saw nothing", n, dir)
+	}
+}
