@@ -1,0 +1,287 @@
+package upload_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/local"
+	"github.com/trajlab/traj/trace/store/upload"
+)
+
+func newLocal(t *testing.T) *local.Store {
+	s, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func content(t *testing.T, s store.Store, key string) string {
+	t.Helper()
+	var got string
+	err := s.Load(context.Background(), key, func(r io.Reader) error {
+		b, err := io.ReadAll(r)
+		got = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("load %s: %v", key, err)
+	}
+	return got
+}
+
+// GatedStore holds every Save of a gated key until the test releases it,
+// and records the order of saves and any overlap on one key.
+type GatedStore struct {
+	store.Store
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+	started chan string
+	order   []string
+	active  map[string]int
+	overlap bool
+}
+
+func newGated(t *testing.T) *GatedStore {
+	return &GatedStore{Store: newLocal(t), gates: map[string]chan struct{}{}, started: make(chan string, 100), active: map[string]int{}}
+}
+
+func (g *GatedStore) gate(key string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := make(chan struct{})
+	g.gates[key] = c
+	return c
+}
+
+func (g *GatedStore) Save(ctx context.Context, key string, src store.Source) error {
+	rc, _, err := src.Open()
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	g.mu.Lock()
+	g.order = append(g.order, key+"="+string(b))
+	g.active[key]++
+	if g.active[key] > 1 {
+		g.overlap = true
+	}
+	gate := g.gates[key]
+	g.mu.Unlock()
+	select {
+	case g.started <- key:
+	default: // nobody is watching this one
+	}
+	if gate != nil {
+		<-gate
+	}
+	err = g.Store.Save(ctx, key, src)
+	g.mu.Lock()
+	g.active[key]--
+	g.mu.Unlock()
+	return err
+}
+
+func TestOrderedPerKeyAndCoalescing(t *testing.T) {
+	ctx := context.Background()
+	g := newGated(t)
+	release := g.gate("trajectories/t/chunks/tail")
+	u := upload.New(ctx, g, upload.Options{Workers: 4})
+	for i := 1; i <= 5; i++ {
+		if err := u.Enqueue("trajectories/t/chunks/tail", store.Bytes(fmt.Sprintf("v%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			<-g.started // v1 is running and held
+		}
+	}
+	close(release)
+	rep, err := u.Close(ctx)
+	if err != nil || len(rep.Failed) != 0 {
+		t.Fatalf("close: %v, failed %v", err, rep.Failed)
+	}
+	if got := content(t, g, "trajectories/t/chunks/tail"); got != "v5" {
+		t.Fatalf("final version %q, want v5", got)
+	}
+	if fmt.Sprint(g.order) != "[trajectories/t/chunks/tail=v1 trajectories/t/chunks/tail=v5]" {
+		t.Fatalf("saves %q, want v1 then v5 only", g.order)
+	}
+	if g.overlap {
+		t.Fatal("two versions of one key were saved at the same time")
+	}
+	if rep.Stats.Coalesced != 3 || rep.Stats.Objects != 2 {
+		t.Fatalf("stats %+v, want 3 coalesced and 2 objects", rep.Stats)
+	}
+}
+
+func TestFirstEnqueuedFirstStarted(t *testing.T) {
+	ctx := context.Background()
+	g := newGated(t)
+	u := upload.New(ctx, g, upload.Options{Workers: 1})
+	var want []string
+	for i := range 20 {
+		key := fmt.Sprintf("k/%02d", 19-i)
+		want = append(want, key+"=x")
+		u.Enqueue(key, store.Bytes("x"))
+	}
+	if _, err := u.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(g.order) != fmt.Sprint(want) {
+		t.Fatalf("order %q, want %q", g.order, want)
+	}
+}
+
+func TestEnqueueNeverWaitsForTheStore(t *testing.T) {
+	ctx := context.Background()
+	g := newGated(t)
+	release := g.gate("slow/first")
+	u := upload.New(ctx, g, upload.Options{Workers: 1, MaxQueuedBytes: 1 << 20})
+	u.Enqueue("slow/first", store.Bytes("1"))
+	<-g.started
+	// With the only worker stuck, Enqueue still returns; this test would
+	// hang otherwise.
+	for i := range 1000 {
+		if err := u.Enqueue(fmt.Sprintf("q/%04d", i), store.Bytes("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	rep, err := u.Close(ctx)
+	if err != nil || len(rep.Failed) != 0 || rep.Stats.Objects != 1001 {
+		t.Fatalf("close: %v, %d failed, %d objects", err, len(rep.Failed), rep.Stats.Objects)
+	}
+}
+
+func TestQueueBound(t *testing.T) {
+	ctx := context.Background()
+	g := newGated(t)
+	release := g.gate("a")
+	u := upload.New(ctx, g, upload.Options{Workers: 1, MaxQueuedBytes: 10_000})
+	data := store.Bytes(strings.Repeat("x", 4000))
+	u.Enqueue("a", data)
+	<-g.started
+	if err := u.Enqueue("b", data); err != nil {
+		t.Fatal(err)
+	}
+	err := u.Enqueue("c", data)
+	if !errors.Is(err, upload.ErrQueueFull) {
+		t.Fatalf("third 4 KB object over a 10 KB bound: got %v, want ErrQueueFull", err)
+	}
+	// Replacing a queued version does not grow the queue.
+	if err := u.Enqueue("b", data); err != nil {
+		t.Fatalf("coalescing into a full queue: %v", err)
+	}
+	// A file body costs no memory.
+	path := filepath.Join(t.TempDir(), "big")
+	os.WriteFile(path, []byte(strings.Repeat("y", 50_000)), 0o644)
+	if err := u.Enqueue("d", store.File(path)); err != nil {
+		t.Fatalf("file body refused: %v", err)
+	}
+	close(release)
+	rep, _ := u.Close(ctx)
+	// c was refused; Flush retried it (the queue had room again) and it made it.
+	if len(rep.Failed) != 0 || rep.Stats.Refused != 1 {
+		t.Fatalf("report %+v, want the refused object uploaded by the flush", rep)
+	}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if _, err := g.Stat(ctx, k); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+}
+
+// BrokenStore fails every Save whose key contains "bad", permanently, and
+// the first Save of every key containing "flaky".
+type BrokenStore struct {
+	store.Store
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (b *BrokenStore) Save(ctx context.Context, key string, src store.Source) error {
+	b.mu.Lock()
+	first := !b.seen[key]
+	b.seen[key] = true
+	b.mu.Unlock()
+	switch {
+	case strings.Contains(key, "bad"):
+		return store.Permanent(errors.New("access denied (injected)"))
+	case strings.Contains(key, "flaky") && first:
+		return errors.New("connection reset (injected)")
+	}
+	return b.Store.Save(ctx, key, src)
+}
+
+func TestFlushReportsAndSyncRecovers(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	broken := &BrokenStore{Store: newLocal(t), seen: map[string]bool{}}
+	pending := filepath.Join(dir, "pending_uploads.json")
+	u := upload.New(ctx, broken, upload.Options{PendingFile: pending})
+
+	tracePath := filepath.Join(dir, "agent_trace.json")
+	os.WriteFile(tracePath, []byte(`{"trajectory_id":"t"}`), 0o644)
+	u.Enqueue("trajectories/bad/agent_trace.json", store.File(tracePath))
+	u.Enqueue("trajectories/bad/chunks/0000000000000000-1-header.zst", store.Bytes("h"))
+	u.Enqueue("trajectories/t/flaky.json", store.Bytes("ok"))
+	u.Enqueue("trajectories/t/fine.json", store.Bytes("ok"))
+	rep, err := u.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, f := range rep.Failed {
+		keys = append(keys, f.Key)
+	}
+	if fmt.Sprint(keys) != "[trajectories/bad/agent_trace.json trajectories/bad/chunks/0000000000000000-1-header.zst]" {
+		t.Fatalf("failed %q, want the two bad keys (flaky recovered on the flush's retry)", keys)
+	}
+	if rep.Failed[0].LocalPath != tracePath || !strings.Contains(rep.Failed[0].Err, "access denied") {
+		t.Fatalf("failure %+v lacks the local path or the cause", rep.Failed[0])
+	}
+	if err := rep.Err(); err == nil || !strings.Contains(err.Error(), "2 objects not uploaded") {
+		t.Fatalf("report error %v", err)
+	}
+	p, err := upload.ReadPending(pending)
+	if err != nil || len(p.Objects) != 2 {
+		t.Fatalf("pending record: %+v, %v", p, err)
+	}
+	if content(t, broken, "trajectories/t/flaky.json") != "ok" {
+		t.Fatal("flaky object lost")
+	}
+
+	// Later, with a working store, the record is uploaded and cleared: the
+	// trace from its file; the chunk is superseded by the uploaded trace.
+	healthy := broken.Store
+	srep, err := upload.Sync(ctx, healthy, pending, upload.Options{})
+	if err != nil || len(srep.Failed) != 0 {
+		t.Fatalf("sync: %v, failed %+v", err, srep.Failed)
+	}
+	if got := content(t, healthy, "trajectories/bad/agent_trace.json"); got != `{"trajectory_id":"t"}` {
+		t.Fatalf("synced trace %q", got)
+	}
+	if _, err := os.Stat(pending); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pending record still there after a full sync: %v", err)
+	}
+}
+
+func TestEnqueueAfterCloseAndBadKey(t *testing.T) {
+	u := upload.New(context.Background(), newLocal(t), upload.Options{})
+	if err := u.Enqueue("../escape", store.Bytes("x")); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("traversal key: %v", err)
+	}
+	u.Close(context.Background())
+	if err := u.Enqueue("k", store.Bytes("x")); !errors.Is(err, upload.ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+}
