@@ -40,7 +40,7 @@ type Options struct {
 	Getenv func(string) string
 	// S3 adjusts the S3 config after the URL is parsed (tests inject
 	// credentials here; production leaves it nil and uses the chain).
-	S3 func(*s3store.Config)
+	S3     func(*s3store.Config)
 	Logger *slog.Logger
 }
 

@@ -121,8 +121,8 @@ type keyState struct {
 
 // Uploader uploads objects to a store in the background.
 type Uploader struct {
-	st   store.Store
-	opts Options
+	st     store.Store
+	opts   Options
 	ctx    context.Context // uploads run under it
 	cancel context.CancelFunc
 
