@@ -220,6 +220,30 @@ func TestEvaluateAttributionAndCache(t *testing.T) {
 	}
 }
 
+// Another trajectory reaching the same trees through different commits is
+// served from the first one's cache entries.
+func TestEvaluateCacheAcrossTrajectories(t *testing.T) {
+	ctx := context.Background()
+	cache := &replay.MemCache{}
+	opts := replay.EvaluateOptions{TestPaths: []string{"basics"}, Workers: 2, Cache: cache}
+	a := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-a", Changes: replaytest.AttributionScript(), TurnSize: 5})
+	b := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-b", Changes: replaytest.AttributionScript(), TurnSize: 2, MessagePrefix: "other agent: "})
+	if a.Commits[9] == b.Commits[9] {
+		t.Fatal("the two trajectories share commits; the test needs different commits with the same trees")
+	}
+	if _, err := replay.Evaluate(ctx, a.Trace, openHistory(t, a), replaytest.TinyEnv{}, opts); err != nil {
+		t.Fatal(err)
+	}
+	ev := &countingEvaluator{Evaluator: replaytest.TinyEnv{}}
+	out, err := replay.Evaluate(ctx, b.Trace, openHistory(t, b), ev, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.calls.Load() != 0 || out.Stats.CacheHits != 6 || out.CommitEvaluations[b.Commits[4]].Source != replay.SourceCache {
+		t.Fatalf("second trajectory: %d evaluations, stats %+v", ev.calls.Load(), out.Stats)
+	}
+}
+
 func TestEvaluateOriginalShapeTrace(t *testing.T) {
 	ctx := context.Background()
 	tj := replaytest.Build(t, "traj-original", replaytest.AttributionScript()[:5], 5, false)
@@ -312,4 +336,46 @@ func cloneTrace(t *testing.T, tr *trace.Trace) *trace.Trace {
 	se := *tr.SessionEnd
 	c.SessionEnd = &se
 	return &c
+}
+
+// failingEvaluator fails on trees holding a marker file: failure injection
+// for a tree whose evaluation cannot be done.
+type failingEvaluator struct{ replay.Evaluator }
+
+func (f failingEvaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
+	if _, err := os.Stat(filepath.Join(dir, "broken.txt")); err == nil {
+		if data, _ := os.ReadFile(filepath.Join(dir, "broken.txt")); strings.TrimSpace(string(data)) == "add" {
+			return replay.Result{}, errors.New("runner crashed")
+		}
+	}
+	return f.Evaluator.Evaluate(ctx, dir, paths)
+}
+
+func TestEvaluateRecordsFailuresAndDoesNotCacheThem(t *testing.T) {
+	ctx := context.Background()
+	tj := replaytest.Build(t, "traj-fail", replaytest.AttributionScript(), 5, true)
+	h := openHistory(t, tj)
+	cache := &replay.MemCache{}
+	opts := replay.EvaluateOptions{TestPaths: []string{"basics"}, Workers: 2, Cache: cache}
+	out, err := replay.Evaluate(ctx, tj.Trace, h, failingEvaluator{replaytest.TinyEnv{}}, opts)
+	if !errors.Is(err, replay.ErrIncomplete) || out == nil {
+		t.Fatalf("err = %v, want ErrIncomplete with an output", err)
+	}
+	// Parts 5..7 share broken.txt = "add" (commits of parts 5 and 7).
+	for _, part := range []int{5, 6, 7} {
+		if pe := out.PartEvaluations[part]; pe.Error == "" || !strings.Contains(pe.Error, "runner crashed") {
+			t.Fatalf("part %d: %+v", part, pe)
+		}
+	}
+	if out.Stats.Failures != 2 || out.PartEvaluations[8].Passed != 2 {
+		t.Fatalf("stats %+v part 8 %+v", out.Stats, out.PartEvaluations[8])
+	}
+	// The failures were not cached: a healthy evaluator computes exactly them.
+	ev := &countingEvaluator{Evaluator: replaytest.TinyEnv{}}
+	if _, err := replay.Evaluate(ctx, tj.Trace, h, ev, opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := ev.calls.Load(); n != 2 {
+		t.Fatalf("re-evaluate ran %d trees, want the 2 that failed", n)
+	}
 }

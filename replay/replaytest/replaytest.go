@@ -93,6 +93,9 @@ type Spec struct {
 	// EndReason defaults to part_limit; Model to scripted/tiny.
 	EndReason string
 	Model     string
+	// MessagePrefix starts every commit message, so two specs with the
+	// same changes reach the same trees through different commits.
+	MessagePrefix string
 	// GitCLIBundle writes repo.bundle with `git bundle create` instead of
 	// trace/gitstate (the bundle traj itself writes).
 	GitCLIBundle bool
@@ -163,7 +166,7 @@ func BuildSpec(t testing.TB, spec Spec) *Trajectory {
 		changed := Git(t, work, "diff", "--cached", "--name-only")
 		cp := &trace.RepoCheckpoint{CommitBefore: prev, CommitAfter: prev, ChangedFiles: []string{}}
 		if changed != "" {
-			Git(t, work, "commit", "-q", "-m", fmt.Sprintf("part %d", part))
+			Git(t, work, "commit", "-q", "-m", fmt.Sprintf("%spart %d", spec.MessagePrefix, part))
 			cp.CommitAfter = Git(t, work, "rev-parse", "HEAD")
 			cp.Committed = true
 			cp.ChangedFiles = strings.Split(changed, "\n")
