@@ -58,7 +58,7 @@ func TestOpenCodeWritesFileAndRunsBash(t *testing.T) {
 	script, err := Parse("it.jsonl", strings.NewReader(`
 {"reasoning":"Create the file, then check it with bash.","text":"Writing hello.txt.","tools":[{"name":"write","args":{"filePath":"hello.txt","content":"hello from the script\n"}}]}
 {"tools":[{"name":"bash","args":{"command":"cp hello.txt copy.txt && echo ran-bash","description":"Copy the file"}}]}
-{"text":"Done.","expect":{"contains":"ran-bash"}}
+{"reasoning":"All good.","text":"Done.","expect":{"contains":"ran-bash"},"usage":{"prompt_tokens":9000,"completion_tokens":30,"reasoning_tokens":10,"cached_tokens":8000}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -180,18 +180,21 @@ func TestOpenCodeWritesFileAndRunsBash(t *testing.T) {
 	}
 	type message struct {
 		Info struct {
-			Role string `json:"role"`
-			Time struct {
+			Role   string          `json:"role"`
+			Tokens json.RawMessage `json:"tokens"`
+			Time   struct {
 				Completed int64 `json:"completed"`
 			} `json:"time"`
 		} `json:"info"`
 		Parts []part `json:"parts"`
 	}
 	var msgs []message
+	var last message
 	finished := func() bool {
 		for _, m := range msgs {
 			for _, p := range m.Parts {
 				if m.Info.Role == "assistant" && m.Info.Time.Completed != 0 && p.Type == "text" && p.Text == "Done." {
+					last = m
 					return true
 				}
 			}
@@ -231,6 +234,18 @@ func TestOpenCodeWritesFileAndRunsBash(t *testing.T) {
 	}
 	if p := tools["bash"]; p.State.Status != "completed" || !strings.Contains(p.State.Output, "ran-bash") {
 		t.Errorf("bash part %+v", p)
+	}
+	// The scripted usage reaches OpenCode's token accounting.
+	var tokens struct {
+		Input, Output, Reasoning int
+		Cache                    struct{ Read int }
+	}
+	if err := json.Unmarshal(last.Info.Tokens, &tokens); err != nil {
+		t.Fatalf("tokens %s: %v", last.Info.Tokens, err)
+	}
+	t.Logf("scripted usage prompt=9000 cached=8000 completion=30 reasoning=10 -> opencode tokens %s", last.Info.Tokens)
+	if tokens.Input != 1000 || tokens.Cache.Read != 8000 || tokens.Reasoning != 10 || tokens.Output+tokens.Reasoning != 30 {
+		t.Errorf("opencode tokens %s, want input 1000, cache.read 8000, reasoning 10, output+reasoning 30", last.Info.Tokens)
 	}
 	if st := model.Status(); st.Played != 3 || st.Diverged != 0 {
 		t.Errorf("model status %+v, want all 3 responses played without divergence", st)

@@ -33,6 +33,18 @@ type Response struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Expect guards against a run that diverged from the script.
 	Expect *Expect `json:"expect,omitempty"`
+	// DelayMS holds the reply back this long (a slow model), so tests can
+	// abort or interrupt a run while the model is answering.
+	DelayMS int `json:"delay_ms,omitempty"`
+	// Error, when set, answers with this HTTP error instead of a completion
+	// (failure injection); it consumes the line like any response.
+	Error *ErrorReply `json:"error,omitempty"`
+}
+
+// ErrorReply is an HTTP error the server answers with.
+type ErrorReply struct {
+	Status  int    `json:"status"`
+	Message string `json:"message"`
 }
 
 // ToolCall is one function call the assistant makes.
@@ -119,8 +131,20 @@ func parseLine(raw []byte) (Response, error) {
 	if dec.More() {
 		return resp, errors.New("extra data after the JSON object (one response per line)")
 	}
+	if resp.DelayMS < 0 || resp.DelayMS > 600_000 {
+		return resp, errors.New(`"delay_ms" must be between 0 and 600000`)
+	}
+	if e := resp.Error; e != nil {
+		if e.Status < 400 || e.Status > 599 {
+			return resp, fmt.Errorf(`error.status %d: must be an HTTP error status (400-599)`, e.Status)
+		}
+		if resp.Reasoning != "" || resp.Text != "" || len(resp.Tools) > 0 || resp.Usage != nil {
+			return resp, errors.New(`an "error" response cannot also hold reasoning, text, tools or usage`)
+		}
+		return resp, nil
+	}
 	if resp.Reasoning == "" && resp.Text == "" && len(resp.Tools) == 0 {
-		return resp, errors.New(`empty response: give at least one of "reasoning", "text", "tools"`)
+		return resp, errors.New(`empty response: give at least one of "reasoning", "text", "tools" (or "error")`)
 	}
 	for i, tc := range resp.Tools {
 		if tc.Name == "" {
@@ -191,7 +215,7 @@ func checkKeys(raw []byte) error {
 	if json.Unmarshal(raw, &top) != nil {
 		return nil // the typed decode reports the real problem
 	}
-	if err := unknownKey(top, "", "reasoning", "text", "tools", "usage", "expect"); err != nil {
+	if err := unknownKey(top, "", "reasoning", "text", "tools", "usage", "expect", "delay_ms", "error"); err != nil {
 		return err
 	}
 	var tools []map[string]json.RawMessage
@@ -205,6 +229,12 @@ func checkKeys(raw []byte) error {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(top["usage"], &obj) == nil {
 		if err := unknownKey(obj, "usage", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"); err != nil {
+			return err
+		}
+	}
+	obj = nil
+	if json.Unmarshal(top["error"], &obj) == nil {
+		if err := unknownKey(obj, "error", "status", "message"); err != nil {
 			return err
 		}
 	}

@@ -13,10 +13,10 @@ func TestParseValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(s.Responses); got != 4 {
-		t.Fatalf("responses = %d, want 4", got)
+	if got := len(s.Responses); got != 5 {
+		t.Fatalf("responses = %d, want 5", got)
 	}
-	lines := []int{3, 4, 5, 6}
+	lines := []int{3, 4, 5, 6, 7}
 	for i, r := range s.Responses {
 		if r.Line != lines[i] {
 			t.Errorf("response %d line = %d, want %d", i, r.Line, lines[i])
@@ -38,6 +38,9 @@ func TestParseValid(t *testing.T) {
 	if e := s.Responses[3].Expect; e == nil || e.Model != "demo" || e.Contains != "go" || len(e.Tools) != 1 {
 		t.Errorf("expect = %+v", e)
 	}
+	if r := s.Responses[4]; r.Error == nil || *r.Error != (ErrorReply{Status: 503, Message: "overloaded"}) || r.DelayMS != 10 {
+		t.Errorf("error response = %+v", r)
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -48,13 +51,17 @@ func TestParseErrors(t *testing.T) {
 		{"only comments", "# nothing\n\n   \n", "s.jsonl: script has no responses"},
 		{"bad JSON", "{\"text\":\"a\"}\n{\"text\": }\n", "s.jsonl:2: bad JSON at column 10: invalid character '}' looking for beginning of value"},
 		{"truncated", "{\"text\":\"a\"", "s.jsonl:1: bad JSON: unexpected end of line"},
-		{"unknown key", "\n{\"txt\":\"a\"}", `s.jsonl:2: unknown key "txt" (allowed: reasoning, text, tools, usage, expect)`},
+		{"unknown key", "\n{\"txt\":\"a\"}", `s.jsonl:2: unknown key "txt" (allowed: reasoning, text, tools, usage, expect, delay_ms, error)`},
 		{"unknown tool key", `{"tools":[{"name":"bash","arguments":{}}]}`, `s.jsonl:1: unknown key "arguments" in tools[0] (allowed: name, args)`},
 		{"unknown usage key", `{"text":"a","usage":{"input_tokens":3}}`, `s.jsonl:1: unknown key "input_tokens" in usage (allowed: prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)`},
 		{"unknown expect key", `{"text":"a","expect":{"tool":"x"}}`, `s.jsonl:1: unknown key "tool" in expect (allowed: tools, model, contains)`},
 		{"not an object", `["text"]`, "s.jsonl:1: a response must be a JSON object, got array"},
 		{"wrong type", `{"text":3}`, `s.jsonl:1: field "text": expected string, got number`},
-		{"empty response", `{}`, `s.jsonl:1: empty response: give at least one of "reasoning", "text", "tools"`},
+		{"empty response", `{}`, `s.jsonl:1: empty response: give at least one of "reasoning", "text", "tools" (or "error")`},
+		{"negative delay", `{"text":"a","delay_ms":-1}`, `s.jsonl:1: "delay_ms" must be between 0 and 600000`},
+		{"error not an error status", `{"error":{"status":200,"message":"x"}}`, "s.jsonl:1: error.status 200: must be an HTTP error status (400-599)"},
+		{"error with text", `{"text":"a","error":{"status":500,"message":"x"}}`, `s.jsonl:1: an "error" response cannot also hold reasoning, text, tools or usage`},
+		{"unknown error key", `{"error":{"code":500}}`, `s.jsonl:1: unknown key "code" in error (allowed: status, message)`},
 		{"two objects", `{"text":"a"} {"text":"b"}`, "s.jsonl:1: extra data after the JSON object (one response per line)"},
 		{"tool without name", `{"tools":[{"args":{}}]}`, `s.jsonl:1: tools[0]: missing "name"`},
 		{"bad tool name", `{"tools":[{"name":"rm -rf"}]}`, `s.jsonl:1: tools[0]: invalid tool name "rm -rf"`},

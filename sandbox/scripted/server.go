@@ -148,6 +148,8 @@ type reply struct {
 	usage     Usage
 	kind      string // "script", "side", "exhausted", "diverged"
 	line      int
+	delay     time.Duration
+	err       *ErrorReply
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -165,6 +167,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	rep := s.pick(&req, body)
 	s.opts.Logger.Info("scripted completion", "kind", rep.kind, "line", rep.line, "model", req.Model,
 		"stream", req.Stream, "tools_offered", len(req.Tools), "tool_calls", len(rep.tools))
+	if rep.delay > 0 {
+		select {
+		case <-time.After(rep.delay):
+		case <-r.Context().Done():
+			return // the agent gave up (abort); nothing to answer
+		}
+	}
+	if rep.err != nil {
+		writeJSON(w, rep.err.Status, apiError{Error: apiErrorBody{Message: rep.err.Message, Type: "server_error"}})
+		return
+	}
 	if req.Stream {
 		s.writeStream(w, &req, rep)
 		return
@@ -200,6 +213,11 @@ func (s *Server) pick(req *chatRequest, body []byte) reply {
 		}
 		s.next++
 		rep.kind = "script"
+		rep.delay = time.Duration(resp.DelayMS) * time.Millisecond
+		if resp.Error != nil {
+			rep.kind, rep.err = "error", resp.Error
+			return rep
+		}
 		rep.reasoning, rep.text, rep.tools = resp.Reasoning, resp.Text, resp.Tools
 		for i := range resp.Tools {
 			rep.callIDs = append(rep.callIDs, fmt.Sprintf("call_%d_%d", s.seq, i))

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -425,5 +428,58 @@ func TestChunks(t *testing.T) {
 		if got := chunks(tt.in, tt.n); !slices.Equal(got, tt.want) {
 			t.Errorf("chunks(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// TestStreamGolden pins the exact wire format (chunk order, fields, usage
+// chunk, [DONE]) that @ai-sdk/openai-compatible is known to accept.
+func TestStreamGolden(t *testing.T) {
+	script := `{"reasoning":"Think.","text":"Hello, world.","tools":[{"name":"bash","args":{"command":"echo hi"}}]}`
+	_, ts := newTestServer(t, script, Options{ChunkRunes: 8})
+	resp := post(t, ts, reqOpts{stream: true, tools: agentTools})
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "stream.golden")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("stream differs from %s (go test -update rewrites it)\n got:\n%s\nwant:\n%s", golden, got, want)
+	}
+}
+
+func TestErrorAndDelay(t *testing.T) {
+	srv, ts := newTestServer(t, "{\"error\":{\"status\":503,\"message\":\"overloaded\"}}\n{\"text\":\"late\",\"delay_ms\":300}\n", Options{})
+	b, _ := json.Marshal(map[string]any{"model": "demo", "stream": true, "messages": []any{}})
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e apiError
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || e.Error.Message != "overloaded" {
+		t.Errorf("error reply: status %d %+v", resp.StatusCode, e)
+	}
+	start := time.Now()
+	got := readSSE(t, post(t, ts, reqOpts{stream: true}).Body)
+	if got.text != "late" {
+		t.Errorf("text %q", got.text)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("reply came after %v, want the 300ms delay", d)
+	}
+	if st := srv.Status(); st.Played != 2 {
+		t.Errorf("status %+v", st)
 	}
 }
