@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net"
@@ -21,6 +22,8 @@ import (
 	"github.com/trajlab/traj/sandbox/scripted"
 	"github.com/trajlab/traj/sandbox/xec"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/events.jsonl from a live run")
 
 // fakeAPIKey stands for a provider key: it must reach the model server
 // (proving the {env:NAME} reference works) and never any file.
@@ -79,16 +82,15 @@ type modelServer struct {
 	ok  int // requests that carried the fake key
 }
 
-func startModel(t *testing.T, script string) *modelServer {
-	t.Helper()
+func startModel(t *testing.T, script string) (*modelServer, error) {
 	sc, err := scripted.Parse("test.jsonl", strings.NewReader(script))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	srv := scripted.New(sc, scripted.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ms := &modelServer{url: scripted.BaseURL(ln.Addr())}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +103,7 @@ func startModel(t *testing.T, script string) *modelServer {
 	})}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
-	return ms
+	return ms, nil
 }
 
 func (ms *modelServer) keyed() int {
@@ -110,7 +112,7 @@ func (ms *modelServer) keyed() int {
 	return ms.ok
 }
 
-func config(t *testing.T, ms *modelServer, ws string) opencode.Config {
+func config(ms *modelServer, traj, ws string) opencode.Config {
 	return opencode.Config{
 		Model:      "scripted/demo",
 		SmallModel: "scripted/small",
@@ -118,7 +120,7 @@ func config(t *testing.T, ms *modelServer, ws string) opencode.Config {
 			NPM: "@ai-sdk/openai-compatible", Name: "Scripted", BaseURL: ms.url,
 			APIKeyEnv: "TRAJ_TEST_MODEL_KEY", Models: []string{"demo", "small"},
 		}},
-		TestsMCP: opencode.TrajMCP(trajBinary(t), ws),
+		TestsMCP: opencode.TrajMCP(traj, ws),
 	}
 }
 
@@ -131,22 +133,34 @@ type env struct {
 
 func start(t *testing.T, script string) *env {
 	t.Helper()
-	bin := binary(t)
-	ms := startModel(t, script)
-	sb, err := sandbox.NewLocal(context.Background(), sandbox.LocalOptions{TrajectoryDir: t.TempDir()})
+	e, err := startEnv(t, binary(t), trajBinary(t), script)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return e
+}
+
+// startEnv starts a sandbox, a model and OpenCode; it does not call
+// t.Fatal, so it may run in any goroutine. Cleanups stop everything.
+func startEnv(t *testing.T, bin, traj, script string) (*env, error) {
+	ms, err := startModel(t, script)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.NewLocal(context.Background(), sandbox.LocalOptions{TrajectoryDir: t.TempDir()})
+	if err != nil {
+		return nil, err
 	}
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	srv, err := opencode.Start(context.Background(), sb, opencode.ServerOptions{
-		Binary: bin, Config: config(t, ms, sb.Workspace()),
+		Binary: bin, Config: config(ms, traj, sb.Workspace()),
 		Env: []string{"TRAJ_TEST_MODEL_KEY=" + fakeAPIKey},
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
-	return &env{sb: sb, srv: srv, model: ms}
+	return &env{sb: sb, srv: srv, model: ms}, nil
 }
 
 func password(t *testing.T, e *env) string {
@@ -229,6 +243,7 @@ func TestAgentSession(t *testing.T) {
 	}
 
 	// Follow events until the root session is idle.
+	var raw []string
 	var (
 		completed = map[string]opencode.Part{} // part id → first completed update
 		children  []opencode.Session
@@ -240,6 +255,7 @@ func TestAgentSession(t *testing.T) {
 			if !ok {
 				t.Fatalf("stream ended: %v", stream.Err())
 			}
+			raw = append(raw, string(ev.Raw))
 			switch ev.Type {
 			case opencode.EventPartUpdated:
 				if ev.Part.Completed() {
@@ -260,6 +276,12 @@ func TestAgentSession(t *testing.T) {
 			}
 		case <-ctx.Done():
 			t.Fatalf("no session.idle: %v", ctx.Err())
+		}
+	}
+
+	if *update {
+		if err := os.WriteFile("testdata/events.jsonl", []byte(strings.Join(raw, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 
@@ -429,5 +451,76 @@ func assertNoSecret(t *testing.T, dir string, secrets ...string) {
 	}
 	if n < 5 {
 		t.Fatalf("only %d files under %s: the check saw nothing", n, dir)
+	}
+}
+
+// TestParallelSandboxes starts two sandboxes at once: they must not share
+// ports, folders, passwords or OpenCode state.
+func TestParallelSandboxes(t *testing.T) {
+	bin, traj := binary(t), trajBinary(t)
+	envs := make([]*env, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			envs[i], errs[i] = startEnv(t, bin, traj, `{"text":"unused"}`)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := envs[0], envs[1]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if a.srv.Port == b.srv.Port {
+		t.Fatalf("both servers on port %d", a.srv.Port)
+	}
+	if a.sb.Workspace() == b.sb.Workspace() || opencode.ConfigPath(a.sb.TrajectoryDir()) == opencode.ConfigPath(b.sb.TrajectoryDir()) {
+		t.Fatal("shared folders")
+	}
+	if password(t, a) == password(t, b) {
+		t.Fatal("same password")
+	}
+	if _, err := opencode.NewClient(a.srv.URL, password(t, b)).Health(ctx); !errors.Is(err, opencode.ErrUnauthorized) {
+		t.Fatalf("a accepted b's password: %v", err)
+	}
+	sa, err := a.srv.Client.CreateSession(ctx, opencode.CreateSessionRequest{Title: "only in a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.srv.Client.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.ID == sa.ID {
+			t.Fatal("b lists a's session")
+		}
+	}
+	if _, err := b.srv.Client.Session(ctx, sa.ID); !errors.Is(err, opencode.ErrNotFound) {
+		t.Fatalf("b gets a's session: %v", err)
+	}
+	if got, err := a.srv.Client.Session(ctx, sa.ID); err != nil || got.Directory != a.sb.Workspace() {
+		t.Fatalf("a's session: %+v, %v", got, err)
+	}
+	// a's session is stored under a's data folder only.
+	for _, e := range envs {
+		found := false
+		_ = filepath.WalkDir(filepath.Join(e.sb.TrajectoryDir(), "opencode", "xdg", "data"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), sa.ID) {
+					found = true
+				}
+			}
+			return nil
+		})
+		if want := e == a; found != want {
+			t.Errorf("session stored in %s: %v, want %v", e.sb.TrajectoryDir(), found, want)
+		}
 	}
 }
