@@ -1,0 +1,360 @@
+// Package ref resolves a trajectory reference — what a user types after
+// `traj trace show` — into the trajectory's objects:
+//
+//	ID                                   an id in the store (--store, TRAJ_STORE, default ./runs)
+//	DIR                                  a trajectory folder (agent_trace.json, repo.bundle, history/, chunks/)
+//	FILE                                 an agent_trace.json path
+//	s3://bucket/prefix/trajectories/ID   a trajectory in an S3 store (query parameters as for the store)
+//
+// Remote objects are downloaded into a cache folder; local ones are used
+// in place. When agent_trace.json is missing (the run died before its end)
+// the trace is rebuilt from the per-mutation chunks (package chunk), and
+// when repo.bundle is missing the history/ bundles stand in for it.
+package ref
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/chunk"
+	"github.com/trajlab/traj/trace/store/local"
+	"github.com/trajlab/traj/trace/store/location"
+)
+
+// ErrNotFound wraps every "no such trajectory" answer, so the CLI can map
+// it to a usage error.
+var ErrNotFound = store.ErrNotFound
+
+// Forms lists the accepted references, for errors and help.
+const Forms = "a trajectory id in the store, a trajectory folder, an agent_trace.json path, or s3://bucket/prefix/trajectories/<id>"
+
+// Options tune Resolve. The zero value is usable.
+type Options struct {
+	// CacheDir holds downloads; default os.UserCacheDir()/traj/trajectories.
+	CacheDir string
+	// Store is passed to location.Open (tests inject S3 credentials).
+	Store location.Options
+}
+
+// Trajectory is a resolved reference.
+type Trajectory struct {
+	// ID is the trajectory id (for a folder or file: the folder's name).
+	ID string
+	// Store holds the trajectory's objects under Prefix.
+	Store  store.Store
+	Prefix string
+	// Where says where it was found, for messages.
+	Where string
+
+	traceKey string
+	cacheDir string
+}
+
+// Resolve finds the trajectory r names; storeURL is the store for bare ids
+// (location.Choose applies --store, TRAJ_STORE and the default).
+func Resolve(ctx context.Context, r, storeURL string, opts Options) (*Trajectory, error) {
+	if r == "" {
+		return nil, fmt.Errorf("empty trajectory reference: want %s", Forms)
+	}
+	if storeURL == "" {
+		storeURL = location.Default
+	}
+	switch location.Scheme(r) {
+	case "":
+	case "file":
+		p, err := location.FilePath(r)
+		if err != nil {
+			return nil, err
+		}
+		r = p
+	case "s3":
+		su, id, err := SplitTrajectoryURL(r)
+		if err != nil {
+			return nil, err
+		}
+		return fromStore(ctx, id, su, opts)
+	default:
+		return nil, fmt.Errorf("trajectory reference %q: unsupported scheme: want %s", r, Forms)
+	}
+	fi, err := os.Stat(r)
+	switch {
+	case err == nil && fi.IsDir():
+		return fromFolder(r, opts)
+	case err == nil:
+		return fromFile(r, opts)
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("trajectory reference %q: %w", r, err)
+	case strings.ContainsAny(r, `/\`) || strings.HasSuffix(r, ".json"):
+		return nil, fmt.Errorf("trajectory reference %q: no such file or folder: %w", r, ErrNotFound)
+	}
+	return fromStore(ctx, r, storeURL, opts)
+}
+
+// SplitTrajectoryURL splits s3://bucket/prefix/trajectories/<id>[/agent_trace.json][?query]
+// into the store URL (query kept) and the id.
+func SplitTrajectoryURL(raw string) (storeURL, id string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("trajectory URL %q: %w", raw, err)
+	}
+	p := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/"+store.TraceName)
+	const marker = "/" + store.TrajectoriesDir
+	i := strings.LastIndex(p, marker)
+	if i < 0 || u.Host == "" {
+		return "", "", fmt.Errorf("trajectory URL %q: want s3://bucket/prefix/%s<id>", u.Redacted(), store.TrajectoriesDir)
+	}
+	id = p[i+len(marker):]
+	if err := store.ValidateID(id); err != nil {
+		return "", "", fmt.Errorf("trajectory URL %q: %w", u.Redacted(), err)
+	}
+	u.Path, u.RawPath = p[:i], ""
+	return u.String(), id, nil
+}
+
+func fromStore(ctx context.Context, id, storeURL string, opts Options) (*Trajectory, error) {
+	if err := store.ValidateID(id); err != nil {
+		return nil, fmt.Errorf("trajectory reference: %w (want %s)", err, Forms)
+	}
+	st, err := location.Open(ctx, storeURL, opts.Store)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trajectory{ID: id, Store: st, Prefix: store.TrajectoryPrefix(id), Where: "store " + storeURL,
+		traceKey: store.TraceKey(id), cacheDir: opts.CacheDir}
+	found := false
+	err = st.List(ctx, t.Prefix, func(store.FileInfo) error {
+		found = true
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fmt.Errorf("look up trajectory %s in store %s: %w", id, storeURL, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("trajectory %q not found in store %s (nothing under %s; choose the store with --store or TRAJ_STORE): %w",
+			id, storeURL, t.Prefix, ErrNotFound)
+	}
+	return t, nil
+}
+
+var errStop = errors.New("stop")
+
+func fromFolder(dir string, opts Options) (*Trajectory, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(abs, name)); return err == nil }
+	if !has(store.TraceName) && !has(store.ChunksDir) && !has(store.BundleName) && !has(store.HistoryDir) {
+		if has(store.TrajectoriesDir) {
+			return nil, fmt.Errorf("%s is a store, not a trajectory folder: give an id with --store %s: %w", dir, dir, ErrNotFound)
+		}
+		return nil, fmt.Errorf("%s is not a trajectory folder (no %s, %s, %s or %s): %w",
+			dir, store.TraceName, store.BundleName, store.HistoryDir, store.ChunksDir, ErrNotFound)
+	}
+	st, err := local.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Trajectory{ID: filepath.Base(abs), Store: st, Where: "folder " + dir, traceKey: store.TraceName, cacheDir: opts.CacheDir}, nil
+}
+
+func fromFile(path string, opts Options) (*Trajectory, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := local.Open(filepath.Dir(abs))
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(abs)
+	if err := store.ValidateKey(name); err != nil {
+		return nil, fmt.Errorf("trace file %q: unusable name: %w", path, err)
+	}
+	return &Trajectory{ID: filepath.Base(filepath.Dir(abs)), Store: st, Where: "file " + path, traceKey: name, cacheDir: opts.CacheDir}, nil
+}
+
+// cache is the local folder for this trajectory's downloads.
+func (t *Trajectory) cache() (string, error) {
+	base := t.cacheDir
+	if base == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("find a cache folder (set XDG_CACHE_HOME): %w", err)
+		}
+		base = filepath.Join(d, "traj", "trajectories")
+	}
+	h := sha256.Sum256([]byte(t.Store.URI(t.Prefix)))
+	dir := filepath.Join(base, hex.EncodeToString(h[:8]), t.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create cache folder: %w", err)
+	}
+	return dir, nil
+}
+
+// TracePath returns a local agent_trace.json for the trajectory: the file
+// itself for local stores, a cached download for remote ones, or — when
+// the store has no agent_trace.json — a trace rebuilt from the chunks
+// (rebuilt is then true; gap reports a missing range, the trace ending
+// before it).
+func (t *Trajectory) TracePath(ctx context.Context) (path string, rebuilt bool, err error) {
+	p, err := t.fetch(ctx, t.traceKey)
+	if err == nil {
+		return p, false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return "", false, err
+	}
+	codec, cerr := chunk.NewCodec()
+	if cerr != nil {
+		return "", false, cerr
+	}
+	dir, cerr := t.cache()
+	if cerr != nil {
+		return "", false, cerr
+	}
+	dst := filepath.Join(dir, "rebuilt-"+store.TraceName)
+	var rep chunk.Report
+	werr := writeAtomic(dst, time.Time{}, func(w io.Writer) error {
+		var err error
+		rep, err = codec.Rebuild(ctx, t.Store, t.Prefix, w)
+		return err
+	})
+	if werr != nil {
+		if errors.Is(werr, store.ErrNotFound) {
+			return "", false, fmt.Errorf("trajectory %s in %s has no %s and no chunks to rebuild it from: %w", t.ID, t.Where, t.traceKey, ErrNotFound)
+		}
+		return "", false, fmt.Errorf("rebuild trace of %s: %w", t.ID, werr)
+	}
+	if rep.Gap {
+		return dst, true, fmt.Errorf("trace of %s rebuilt only up to byte %d: chunks from byte %d on are missing: %w",
+			t.ID, rep.GapStart, rep.GapEnd, ErrPartial)
+	}
+	return dst, true, nil
+}
+
+// ErrPartial is returned (with a usable path) when a rebuilt trace stops
+// before its last uploaded chunk because one in between is missing.
+var ErrPartial = errors.New("partial trace")
+
+// OpenTrace opens the trajectory's trace (see TracePath; a partial rebuild
+// is opened, not refused).
+func (t *Trajectory) OpenTrace(ctx context.Context) (io.ReadCloser, error) {
+	p, _, err := t.TracePath(ctx)
+	if err != nil && !errors.Is(err, ErrPartial) {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("open trace of %s: %w", t.ID, err)
+	}
+	return f, nil
+}
+
+// BundlePaths returns local git bundles holding the trajectory's history:
+// repo.bundle, or when it is missing the history/ bundles in part order
+// (each one's prerequisites are in the ones before it).
+func (t *Trajectory) BundlePaths(ctx context.Context) ([]string, error) {
+	p, err := t.fetch(ctx, t.Prefix+store.BundleName)
+	if err == nil {
+		return []string{p}, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	var keys []string
+	err = t.Store.List(ctx, t.Prefix+store.HistoryDir, func(fi store.FileInfo) error {
+		if strings.HasSuffix(fi.Key, ".bundle") {
+			keys = append(keys, fi.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list history bundles of %s: %w", t.ID, err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("trajectory %s in %s has no %s and no %s*.bundle: %w", t.ID, t.Where, store.BundleName, store.HistoryDir, ErrNotFound)
+	}
+	paths := make([]string, 0, len(keys))
+	for _, k := range keys {
+		p, err := t.fetch(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// fetch returns a local file holding key: in place for local stores, else
+// a download into the cache, reused while size and time match the store's.
+func (t *Trajectory) fetch(ctx context.Context, key string) (string, error) {
+	fi, err := t.Store.Stat(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	if lp, ok := store.AsLocal(t.Store); ok {
+		return lp.LocalPath(key)
+	}
+	dir, err := t.cache()
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(key, t.Prefix)))
+	if c, err := os.Stat(dst); err == nil && c.Size() == fi.Size && c.ModTime().Equal(fi.ModTime) {
+		return dst, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", fmt.Errorf("create cache folder: %w", err)
+	}
+	err = writeAtomic(dst, fi.ModTime, func(w io.Writer) error {
+		return t.Store.Load(ctx, key, func(r io.Reader) error {
+			f := w.(*os.File)
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+			_, err := io.Copy(f, r)
+			return err
+		})
+	})
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", t.Store.URI(key), err)
+	}
+	return dst, nil
+}
+
+// writeAtomic writes dst through a temp file and a rename, and stamps it
+// with mtime when set.
+func writeAtomic(dst string, mtime time.Time, fill func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".download-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := fill(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(tmp.Name(), mtime, mtime); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp.Name(), dst)
+}
