@@ -102,8 +102,8 @@
 //     state.time.end) or "error" (state.error), after "pending" and
 //     "running" updates; part.tool is the tool name (write, bash, task,
 //     tests_run_tests, …), part.callID the model's call id;
-//     step-start, step-finish, patch: sent once, complete when they appear.
-//     step-finish carries the model call's tokens and cost (the same numbers
+//     "step-start", "step-finish", patch: sent once, complete when they appear.
+//     "step-finish" carries the model call's tokens and cost (the same numbers
 //     land in the message's info.tokens / info.cost); patch lists the files
 //     the call changed ("files", absolute paths) and a snapshot "hash".
 //     A task tool part's state.metadata.sessionId is the child session

@@ -29,7 +29,7 @@ type SessionTime struct {
 	Updated int64 `json:"updated"`
 }
 
-// Tokens are token counts; on an assistant message and on a step-finish
+// Tokens are token counts; on an assistant message and on a "step-finish"
 // part they count that model call (Total is set by OpenCode 1.18 there).
 type Tokens struct {
 	Total     float64 `json:"total,omitempty"`
@@ -118,7 +118,7 @@ type Part struct {
 	CallID string     `json:"callID,omitempty"`
 	State  *ToolState `json:"state,omitempty"`
 
-	// step-finish: the model call's usage
+	// "step-finish": the model call's usage
 	Reason string   `json:"reason,omitempty"`
 	Tokens *Tokens  `json:"tokens,omitempty"`
 	Cost   *float64 `json:"cost,omitempty"`
@@ -153,7 +153,7 @@ type ToolState struct {
 // that matters: a text or reasoning part whose end time is set (a user's
 // text part has no time at all and is complete as sent), a tool part in
 // state completed or error, and any other part type as soon as it appears
-// (patch, step-start, step-finish, file, … are emitted whole). OpenCode
+// (patch, "step-start", "step-finish", file, … are emitted whole). OpenCode
 // may still send updates for a completed part; count each part id once.
 func (p Part) Completed() bool {
 	switch p.Type {
