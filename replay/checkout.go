@@ -70,6 +70,14 @@ func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutR
 		if inside(dest, p) {
 			return nil, usageError("destination %s is inside the trajectory's source folder %s; choose a folder outside it", dest, p)
 		}
+		if inside(p, dest) {
+			return nil, usageError("destination %s holds the trajectory's source folder %s; choose a folder outside it", dest, p)
+		}
+	}
+	if req.Force {
+		if err := safeToClear(dest); err != nil {
+			return nil, err
+		}
 	}
 	ok, err := h.HasCommit(ctx, commit)
 	if err != nil {
@@ -85,6 +93,22 @@ func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutR
 		return nil, fmt.Errorf("check out part %d (commit %s) into %s: %w", req.Part, commit, dest, err)
 	}
 	return &CheckoutSummary{TrajectoryID: tr.TrajectoryID, Part: req.Part, Commit: commit, Dest: dest}, nil
+}
+
+// safeToClear refuses --force on folders whose contents are never a
+// checkout's to delete: the filesystem root, the home folder, and the
+// current folder or any folder above it.
+func safeToClear(dest string) error {
+	if filepath.Dir(dest) == dest {
+		return usageError("refusing --force on %s: it is the filesystem root", dest)
+	}
+	if home, err := os.UserHomeDir(); err == nil && resolve(home) == resolve(dest) {
+		return usageError("refusing --force on %s: it is the home folder", dest)
+	}
+	if wd, err := os.Getwd(); err == nil && inside(wd, dest) {
+		return usageError("refusing --force on %s: it holds the current folder %s", dest, wd)
+	}
+	return nil
 }
 
 // prepareDest makes dest an empty folder: it must be absent or empty,

@@ -108,6 +108,9 @@ func TestCheckoutPartErrors(t *testing.T) {
 		{"part zero", replay.CheckoutRequest{Part: 0, Dest: t.TempDir()}, "parts 1..4"},
 		{"dest not empty", replay.CheckoutRequest{Part: 1, Dest: full}, "--force"},
 		{"dest inside source", replay.CheckoutRequest{Part: 1, Dest: filepath.Join(tj.Dir, "out"), Protected: []string{tj.Dir}}, "inside the trajectory's source folder"},
+		{"dest holds source", replay.CheckoutRequest{Part: 1, Dest: filepath.Dir(tj.Dir), Force: true, Protected: []string{tj.Dir}}, "holds the trajectory's source folder"},
+		{"force on root", replay.CheckoutRequest{Part: 1, Dest: "/", Force: true}, "filesystem root"},
+		{"force on current folder", replay.CheckoutRequest{Part: 1, Dest: ".", Force: true}, "holds the current folder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
