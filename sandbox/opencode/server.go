@@ -99,6 +99,8 @@ var listening = regexp.MustCompile(`opencode server listening on http://127\.0\.
 // data/config/state/cache folders and a random password, learns the port
 // from the server's first output line, and waits for /global/health. On
 // failure the server is stopped and the error carries its log's tail.
+// The server lives until Stop, the sandbox's Stop, or the cancellation of
+// ctx: pass the run's context, not a startup timeout.
 func Start(ctx context.Context, sb Sandbox, opts ServerOptions) (*Server, error) {
 	if opts.Binary == "" {
 		return nil, fmt.Errorf("start opencode: %w", ErrNoBinary)

@@ -402,6 +402,10 @@ func TestAgentSession(t *testing.T) {
 
 	pw := password(t, e)
 	pid := e.srv.PID()
+	mcp := processesWith(e.sb.Workspace())
+	if len(mcp) == 0 {
+		t.Fatal("no traj mcp process found while the server runs")
+	}
 	if err := e.srv.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -410,12 +414,34 @@ func TestAgentSession(t *testing.T) {
 			t.Fatalf("process left after stop: %+v", m)
 		}
 	}
+	if left := processesWith(e.sb.Workspace()); len(left) > 0 {
+		t.Fatalf("OpenCode's children left after stop: %v", left)
+	}
 	t.Run("no secret in any file", func(t *testing.T) {
 		if _, err := os.Stat(opencode.PasswordFile(e.sb.TrajectoryDir())); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("password file after stop: %v", err)
 		}
 		assertNoSecret(t, e.sb.TrajectoryDir(), pw, fakeAPIKey)
 	})
+}
+
+// processesWith lists live processes whose command line mentions s (the
+// MCP server OpenCode spawned gets the workspace as an argument).
+func processesWith(s string) []string {
+	var out []string
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			continue
+		}
+		out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
 }
 
 func partsText(m opencode.Message) string {
