@@ -218,7 +218,7 @@ func (r *run) openStore(ctx context.Context) error {
 		r.st = st
 	}
 	work := r.opts.WorkDir
-	lp, isLocal := r.st.(store.LocalPather)
+	lp, isLocal := store.AsLocal(r.st)
 	if work == "" {
 		work = location.Default
 		if isLocal {
@@ -314,16 +314,17 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	repo, err := gitstate.Init(ctx, r.workspace, gitstate.Options{Now: r.opts.Now})
-	if err != nil {
-		return nil, fmt.Errorf("create workspace: %w", err)
-	}
-	r.repo = repo
-
 	agent, err := launch(ctx, r.launchSpec())
 	if err != nil {
 		return nil, err
 	}
+	// The sandbox made the workspace a repository with an empty commit.
+	repo, err := gitstate.Open(ctx, r.workspace, gitstate.Options{Now: r.opts.Now})
+	if err != nil {
+		_ = agent.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	r.repo = repo
 	stopped := false
 	stopAgent := func() {
 		if stopped {

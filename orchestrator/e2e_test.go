@@ -1,0 +1,289 @@
+package orchestrator_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/trace"
+)
+
+var (
+	trajBinOnce sync.Once
+	trajBin     string
+	trajBinErr  error
+)
+
+// needTraj returns the traj executable OpenCode starts as the MCP server:
+// $TRAJ_BIN (set by make test), else one built for the test run.
+func needTraj(t *testing.T) string {
+	t.Helper()
+	trajBinOnce.Do(func() {
+		if p := os.Getenv("TRAJ_BIN"); p != "" {
+			trajBin = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "traj-e2e-bin-")
+		if err != nil {
+			trajBinErr = err
+			return
+		}
+		trajBin = filepath.Join(dir, "traj")
+		out, err := exec.Command("go", "build", "-o", trajBin, "../cmd/traj").CombinedOutput()
+		if err != nil {
+			trajBinErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if trajBinErr != nil {
+		t.Fatalf("build traj: %v", trajBinErr)
+	}
+	return trajBin
+}
+
+type reporterFunc func(progress.Event)
+
+func (f reporterFunc) Report(ev progress.Event) { f(ev) }
+
+func needOpenCode(t *testing.T) string {
+	t.Helper()
+	bin, err := opencode.ResolveBinary("")
+	if err != nil {
+		t.Skipf("real OpenCode needed (make setup): %v", err)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI needed")
+	}
+	return bin
+}
+
+func randomHex(t *testing.T) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// e2eRun records the e2e script with the real OpenCode.
+func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Result, *trace.Trace, string, string) {
+	t.Helper()
+	bin := needOpenCode(t)
+	traj := needTraj(t)
+	work := t.TempDir()
+	key := "key-" + randomHex(t)
+	t.Setenv("TRAJ_E2E_API_KEY", key)
+	// The server password exists only while the server runs: read it when
+	// the run starts, to look for it in the trajectory folder afterwards.
+	var password string
+	rep := reporterFunc(func(ev progress.Event) {
+		if ev.Type == progress.RunStarted {
+			b, err := os.ReadFile(opencode.PasswordFile(filepath.Join(work, orchestrator.SandboxesDir, ev.TrajectoryID)))
+			if err != nil {
+				t.Errorf("read the server password: %v (dir %s, attach %s)", err, ev.Dir, ev.Attach)
+			}
+			password = strings.TrimSpace(string(b))
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := orchestrator.Run(ctx, orchestrator.Options{
+		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e.jsonl", MaxParts: maxParts,
+		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj,
+		APIKeyEnvs: []string{"TRAJ_E2E_API_KEY"},
+		Reporter: progress.Multi{progress.NewJSON(events), rep}, AbortGrace: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(res.Dir, "agent_trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
+		t.Fatalf("trace does not validate: %v", probs)
+	}
+	out, err := exec.Command(traj, "trace", "validate", res.Dir).CombinedOutput()
+	if err != nil {
+		t.Errorf("traj trace validate: %v\n%s", err, out)
+	}
+	tr, err := trace.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Secrets appear nowhere in the trajectory folder.
+	if len(password) < 16 {
+		t.Fatalf("server password %q not captured", password)
+	}
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Errorf("read %s: %v", p, err)
+			return nil
+		}
+		for name, s := range map[string]string{"server password": password, "API key": key} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s appears in %s", name, p)
+			}
+		}
+		return nil
+	})
+	return res, tr, password, key
+}
+
+// checkBundle clones repo.bundle with the git CLI and checks the history:
+// HEAD is the final commit, and the commits are exactly the initial one
+// plus one per part that changed files (plus the final checkpoint's).
+func checkBundle(t *testing.T, res *orchestrator.Result, tr *trace.Trace) {
+	t.Helper()
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(clone), "clone", "-q", filepath.Join(res.Dir, "repo.bundle"), clone)
+	if head := git(t, clone, "rev-parse", "HEAD"); head != tr.SessionEnd.FinalGitCommit {
+		t.Errorf("bundle HEAD %s, final_git_commit %s", head, tr.SessionEnd.FinalGitCommit)
+	}
+	history := strings.Fields(git(t, clone, "log", "--format=%H", "HEAD"))
+	slices.Reverse(history)
+	var want []string
+	prev := history[0] // the initial empty commit
+	for _, turn := range tr.Turns {
+		for _, p := range turn.Parts {
+			cp := p.RepoCheckpoint
+			if cp.CommitBefore != prev {
+				t.Errorf("part %d: commit_before %s, want the previous effective commit %s", p.Part, cp.CommitBefore, prev)
+			}
+			changed := cp.CommitAfter != cp.CommitBefore
+			if cp.Committed != changed || cp.Committed != (len(cp.ChangedFiles) > 0) || p.GitCommit != cp.CommitAfter {
+				t.Errorf("part %d: checkpoint %+v, git_commit %s", p.Part, cp, p.GitCommit)
+			}
+			if cp.Committed {
+				want = append(want, cp.CommitAfter)
+				files := strings.Fields(git(t, clone, "diff-tree", "--no-commit-id", "--name-only", "-r", cp.CommitAfter))
+				if !slices.Equal(files, cp.ChangedFiles) {
+					t.Errorf("part %d: changed_files %v, git says %v", p.Part, cp.ChangedFiles, files)
+				}
+			}
+			prev = cp.CommitAfter
+		}
+	}
+	if tr.SessionEnd.FinalGitCommit != prev {
+		want = append(want, tr.SessionEnd.FinalGitCommit) // the final checkpoint
+	}
+	if !slices.Equal(history[1:], want) {
+		t.Errorf("bundle history after the initial commit %v, want one commit per changing part %v", history[1:], want)
+	}
+	if len(want) == 0 {
+		t.Error("no part changed files; the script writes build.sh")
+	}
+}
+
+func partsOf(tr *trace.Trace) []trace.Part {
+	var out []trace.Part
+	for _, t := range tr.Turns {
+		out = append(out, t.Parts...)
+	}
+	return out
+}
+
+func TestEndToEndRealOpenCode(t *testing.T) {
+	var events bytes.Buffer
+	res, tr, _, _ := e2eRun(t, 50, &events)
+	parts := partsOf(tr)
+	for i, p := range parts {
+		if p.Part != i+1 {
+			t.Fatalf("part %d has index %d: not contiguous", i+1, p.Part)
+		}
+	}
+	end := tr.SessionEnd
+	if end.Reason != trace.EndSolved || end.TotalParts != len(parts) || end.TotalTurns != len(tr.Turns) {
+		t.Errorf("session_end = %+v with %d parts in %d turns, want solved", end, len(parts), len(tr.Turns))
+	}
+	if res.End.Reason != end.Reason || tr.Artifacts[trace.ArtifactTrace] == "" || tr.Artifacts[trace.ArtifactBundle] == "" {
+		t.Errorf("result %+v, artifacts %v", res.End, tr.Artifacts)
+	}
+	checkBundle(t, res, tr)
+
+	var runTests, subAgent []trace.Part
+	for _, p := range parts {
+		if p.Tool == "tests_run_tests" {
+			runTests = append(runTests, p)
+		}
+		if p.SessionID != tr.SessionID {
+			subAgent = append(subAgent, p)
+		}
+		if (p.Tool == "tests_run_tests") != (len(p.EnvoiCalls) > 0) {
+			t.Errorf("part %d (%s %s) has %d envoi calls", p.Part, p.PartType, p.Tool, len(p.EnvoiCalls))
+		}
+	}
+	if len(runTests) != 1 {
+		t.Fatalf("%d run_tests parts, want 1", len(runTests))
+	}
+	call := runTests[0].EnvoiCalls[0]
+	var result struct{ Passed, Failed, Total int }
+	if err := json.Unmarshal(call.Result, &result); err != nil || call.Path != "basics/smoke" || call.StatusCode != 200 ||
+		result.Total == 0 || result.Passed != result.Total {
+		t.Errorf("run_tests call = %+v (result %+v, %v)", call, result, err)
+	}
+	if len(subAgent) < 2 {
+		t.Fatalf("%d sub-agent parts, want the bash call and the answer", len(subAgent))
+	}
+	child := subAgent[0].SessionID
+	var childInfo json.RawMessage
+	for _, p := range parts[:subAgent[0].Part] {
+		for _, s := range p.Sessions {
+			var info struct{ ID, ParentID string }
+			_ = json.Unmarshal(s, &info)
+			if info.ID == child && info.ParentID == tr.SessionID {
+				childInfo = s
+			}
+		}
+	}
+	if childInfo == nil || !slices.Contains(subAgent[0].SessionIDs, child) {
+		t.Errorf("sub-agent session %s not recorded with its parent by part %d", child, subAgent[0].Part)
+	}
+	// Progress events for programs.
+	for _, typ := range []string{`"type":"run_started"`, `"type":"part"`, `"type":"tests"`, `"type":"run_ended"`} {
+		if !strings.Contains(events.String(), typ) {
+			t.Errorf("no %s event", typ)
+		}
+	}
+}
+
+func TestEndToEndPartBudget(t *testing.T) {
+	var events bytes.Buffer
+	res, tr, _, _ := e2eRun(t, 7, &events)
+	parts := partsOf(tr)
+	if len(parts) != 7 || parts[6].Part != 7 {
+		t.Fatalf("%d parts, want exactly 7", len(parts))
+	}
+	if e := tr.SessionEnd; e.Reason != trace.EndPartLimit || e.TotalParts != 7 {
+		t.Errorf("session_end = %+v, want part_limit at 7", e)
+	}
+	checkBundle(t, res, tr)
+}
