@@ -17,12 +17,13 @@ type TraceCmd struct {
 
 // TraceShowCmd prints a trace summary.
 type TraceShowCmd struct {
-	Ref  string `arg:"" name:"ref" help:"Trace: an agent_trace.json path or a trajectory folder."`
-	JSON bool   `help:"Print the summary as JSON."`
+	Ref   string `arg:"" name:"ref" help:"Trace: a trajectory id in --store, a trajectory folder, an agent_trace.json path, or s3://bucket/prefix/trajectories/<id>."`
+	JSON  bool   `help:"Print the summary as JSON."`
+	Store string `help:"Store for trajectory ids: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
 }
 
 func (c *TraceShowCmd) Run(ctx context.Context, g *Globals) error {
-	r, name, err := openTraceRef(ctx, g, c.Ref)
+	r, name, err := openTraceRef(ctx, g, c.Ref, c.Store)
 	if err != nil {
 		return err
 	}
@@ -42,12 +43,13 @@ func (c *TraceShowCmd) Run(ctx context.Context, g *Globals) error {
 // TraceValidateCmd validates a trace. Exit status 1 when the trace breaks
 // the contract (the first problem is printed), 2 when it cannot be read.
 type TraceValidateCmd struct {
-	Ref string `arg:"" name:"ref" help:"Trace: an agent_trace.json path or a trajectory folder."`
-	All bool   `help:"Print every problem, not only the first."`
+	Ref   string `arg:"" name:"ref" help:"Trace: a trajectory id in --store, a trajectory folder, an agent_trace.json path, or s3://bucket/prefix/trajectories/<id>."`
+	All   bool   `help:"Print every problem, not only the first."`
+	Store string `help:"Store for trajectory ids: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
 }
 
 func (c *TraceValidateCmd) Run(ctx context.Context, g *Globals) error {
-	r, name, err := openTraceRef(ctx, g, c.Ref)
+	r, name, err := openTraceRef(ctx, g, c.Ref, c.Store)
 	if err != nil {
 		return err
 	}
@@ -55,7 +57,7 @@ func (c *TraceValidateCmd) Run(ctx context.Context, g *Globals) error {
 	probs := trace.Validate(r)
 	if len(probs) == 0 {
 		r.Close()
-		r, _, err := openTraceRef(ctx, g, c.Ref)
+		r, _, err := openTraceRef(ctx, g, c.Ref, c.Store)
 		if err != nil {
 			return err
 		}

@@ -158,7 +158,7 @@ func fromFolder(dir string, opts Options) (*Trajectory, error) {
 		if has(store.TrajectoriesDir) {
 			return nil, fmt.Errorf("%s is a store, not a trajectory folder: give an id with --store %s: %w", dir, dir, ErrNotFound)
 		}
-		return nil, fmt.Errorf("%s is not a trajectory folder (no %s, %s, %s or %s): %w",
+		return nil, fmt.Errorf("%s: no such file %s (nor %s, %s or %s): not a trajectory folder: %w",
 			dir, store.TraceName, store.BundleName, store.HistoryDir, store.ChunksDir, ErrNotFound)
 	}
 	st, err := local.Open(abs)

@@ -178,7 +178,7 @@ func TestErrors(t *testing.T) {
 		{"s3://bucket/prefix/not-a-trajectory", "want s3://bucket/prefix/trajectories/<id>", false},
 		{"s3://bucket/trajectories/..", "not allowed", false},
 		{root, "is a store, not a trajectory folder", true},
-		{empty, "is not a trajectory folder", true},
+		{empty, "no such file agent_trace.json", true},
 	}
 	for _, c := range cases {
 		_, err := ref.Resolve(ctx, c.ref, root, ref.Options{CacheDir: t.TempDir()})
