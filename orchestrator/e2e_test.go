@@ -115,7 +115,7 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e.jsonl", MaxParts: maxParts,
 		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj,
 		APIKeyEnvs: []string{"TRAJ_E2E_API_KEY"},
-		Reporter: progress.Multi{progress.NewJSON(events), rep}, AbortGrace: 5 * time.Second,
+		Reporter:   progress.Multi{progress.NewJSON(events), rep}, AbortGrace: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
