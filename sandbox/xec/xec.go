@@ -90,6 +90,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	killWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		if logf != nil {
 			logf.Close()
