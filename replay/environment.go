@@ -19,6 +19,8 @@ type EnvironmentEvaluator struct {
 	CaseWorkers int
 	// TreeWorkers is evaluate's --workers; 0 means one per core.
 	TreeWorkers int
+	// OnCase, when set, is called after each test case (progress).
+	OnCase func()
 }
 
 // Version implements Evaluator.
@@ -41,6 +43,14 @@ func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths [
 	opts := environment.RunOptions{Workers: workers, Prebuilt: &build}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
 	for _, p := range paths {
+		if e.OnCase != nil {
+			seen := 0
+			opts.Progress = func(done, _ int) {
+				for ; seen < done; seen++ {
+					e.OnCase()
+				}
+			}
+		}
 		r, err := e.Env.Run(ctx, dir, p, opts)
 		if err != nil {
 			return Result{}, fmt.Errorf("run %s: %w", p, err)

@@ -302,6 +302,13 @@ func TestVerify(t *testing.T) {
 			tr.Turns[2].Parts[1].RepoCheckpoint.CommitBefore = tj.Initial
 		}, []string{"part 8: commit_before " + tj.Initial + " is not the previous part's effective commit"}},
 		{"total_parts", func(tr *trace.Trace) { tr.SessionEnd.TotalParts = 11 }, []string{"session_end.total_parts is 11"}},
+		{"commit_after not a child of commit_before", func(tr *trace.Trace) {
+			// Part 4 claims to have started from the initial commit, and
+			// part 3 to have ended there.
+			tr.Turns[0].Parts[2].GitCommit = tj.Initial
+			tr.Turns[0].Parts[2].RepoCheckpoint.CommitAfter = tj.Initial
+			tr.Turns[1].Parts[0].RepoCheckpoint.CommitBefore = tj.Initial
+		}, []string{"part 4: commit_after " + tj.Commits[3] + " is not a child of commit_before " + tj.Initial}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

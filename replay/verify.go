@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -10,6 +11,13 @@ import (
 // CommitChecker answers whether a commit is in a trajectory's history.
 type CommitChecker interface {
 	HasCommit(ctx context.Context, commit string) (bool, error)
+}
+
+// ParentLister is implemented by histories that can name a commit's
+// parents; Verify then also checks that a committed checkpoint's
+// commit_after is a child of its commit_before.
+type ParentLister interface {
+	Parents(ctx context.Context, commit string) ([]string, error)
 }
 
 // Problem is one integrity violation. Part is 0 when it concerns the whole
@@ -31,8 +39,9 @@ func (p Problem) String() string {
 // turns' part_start/part_end match their parts; every commit the trace
 // names is in the history; each checkpoint's commit_before is the previous
 // part's effective commit (for part 1, the initial commit, which must be in
-// the history); git_commit equals commit_after; session_end agrees with the
-// parts. An error is returned only when the history itself cannot be read.
+// the history); git_commit equals commit_after; a committed checkpoint's
+// commit_after is a child of its commit_before (when h is a ParentLister);
+// session_end agrees with the parts. An error is returned only when the history itself cannot be read.
 func Verify(ctx context.Context, tr *trace.Trace, h CommitChecker) ([]Problem, error) {
 	var probs []Problem
 	add := func(part int, format string, args ...any) {
@@ -100,6 +109,15 @@ func Verify(ctx context.Context, tr *trace.Trace, h CommitChecker) ([]Problem, e
 				}
 				if cp.Committed && cp.CommitBefore == cp.CommitAfter && cp.CommitAfter != "" {
 					add(p.Part, "committed is true but commit_after equals commit_before")
+				}
+				if pl, ok := h.(ParentLister); ok && cp.Committed && cp.CommitBefore != cp.CommitAfter && inHistory(cp.CommitAfter) && inHistory(cp.CommitBefore) {
+					parents, err := pl.Parents(ctx, cp.CommitAfter)
+					if err != nil && checkErr == nil {
+						checkErr = fmt.Errorf("read parents of %s: %w", cp.CommitAfter, err)
+					}
+					if err == nil && !slices.Contains(parents, cp.CommitBefore) {
+						add(p.Part, "commit_after %s is not a child of commit_before %s", cp.CommitAfter, cp.CommitBefore)
+					}
 				}
 			}
 			if p.GitCommit != "" {

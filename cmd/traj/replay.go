@@ -117,14 +117,14 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 			return &exitError{2, fmt.Errorf("unknown test path %q; valid paths: %s", p, strings.Join(env.TestPaths(), ", "))}
 		}
 	}
+	bar := replay.NewProgressBar(g.Stderr, replay.IsTerminal(g.Stderr))
 	opts := replay.EvaluateOptions{
-		TestPaths: paths, Workers: c.Workers, EnvironmentName: "c-compiler", Logger: g.Logger,
-		Progress: replay.ProgressBar(g.Stderr, replay.IsTerminal(g.Stderr)),
+		TestPaths: paths, Workers: c.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree,
 	}
 	if !c.NoCache {
 		opts.Cache = source.Cache(t.Store)
 	}
-	ev := &replay.EnvironmentEvaluator{Env: env, TreeWorkers: c.Workers}
+	ev := &replay.EnvironmentEvaluator{Env: env, TreeWorkers: c.Workers, OnCase: bar.Case}
 	out, evalErr := replay.Evaluate(ctx, t.Trace, t.History, ev, opts)
 	if out == nil {
 		return evalErr

@@ -95,6 +95,22 @@ func (h *History) Tree(_ context.Context, commit string) (string, error) {
 	return c.TreeHash.String(), nil
 }
 
+// Parents implements replay.ParentLister.
+func (h *History) Parents(_ context.Context, commit string) ([]string, error) {
+	if !plumbing.IsHash(commit) {
+		return nil, fmt.Errorf("%q is not a commit hash", commit)
+	}
+	c, err := object.GetCommit(h.objs, plumbing.NewHash(commit))
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", commit, err)
+	}
+	out := make([]string, len(c.ParentHashes))
+	for i, p := range c.ParentHashes {
+		out[i] = p.String()
+	}
+	return out, nil
+}
+
 // Checkout implements replay.History: dir (missing or empty) becomes a git
 // repository with the bundles' objects and refs, HEAD at commit, and a
 // clean status.
