@@ -17,6 +17,8 @@ import (
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/local"
+	s3store "github.com/trajlab/traj/trace/store/s3"
+	"github.com/trajlab/traj/trace/store/s3test"
 	"github.com/trajlab/traj/trace/tracetest"
 )
 
@@ -243,4 +245,23 @@ func mkdir(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// The same collection from a real S3 server (versitygw on 127.0.0.1).
+func TestCollectFromS3(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, st, store.TraceKey("traj-orig"), tracetest.OriginalTrace())
+	save(t, st, store.BundleKey("traj-orig"), []byte("not read by reports"))
+	trajs, err := report.Collect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trajs) != 1 || trajs[0].Parts != 5 || trajs[0].RateSource != report.FromTrace {
+		t.Fatalf("collected %+v", trajs)
+	}
 }
