@@ -116,7 +116,7 @@ type job struct {
 
 type keyState struct {
 	pending *job // next version to send, not started
-	running bool
+	running *job // version being sent
 }
 
 // Uploader uploads objects to a store in the background.
@@ -230,7 +230,7 @@ func (u *Uploader) work() {
 		u.ready = u.ready[1:]
 		ks := u.keys[key]
 		j := ks.pending
-		ks.pending, ks.running = nil, true
+		ks.pending, ks.running = nil, j
 		u.running++
 		u.mu.Unlock()
 
@@ -239,7 +239,7 @@ func (u *Uploader) work() {
 
 		u.mu.Lock()
 		u.running--
-		ks.running = false
+		ks.running = nil
 		u.queued -= j.mem
 		u.stats.Attempts += cs.opens
 		u.stats.AttemptBytes += cs.announced
@@ -324,9 +324,12 @@ func (u *Uploader) Flush(ctx context.Context) (Report, error) {
 	}
 	u.mu.Lock()
 	if werr != nil {
-		for _, key := range u.ready {
-			if ks := u.keys[key]; ks != nil && ks.pending != nil {
+		for key, ks := range u.keys {
+			switch {
+			case ks.pending != nil:
 				u.fail(key, ks.pending.src, fmt.Errorf("still queued when the flush ended: %w", werr))
+			case ks.running != nil:
+				u.fail(key, ks.running.src, fmt.Errorf("still uploading when the flush ended: %w", werr))
 			}
 		}
 	}

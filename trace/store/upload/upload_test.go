@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/local"
@@ -283,5 +284,50 @@ func TestEnqueueAfterCloseAndBadKey(t *testing.T) {
 	u.Close(context.Background())
 	if err := u.Enqueue("k", store.Bytes("x")); !errors.Is(err, upload.ErrClosed) {
 		t.Fatalf("after close: %v", err)
+	}
+}
+
+// TestFlushDeadline: a flush that runs out of time names what is still
+// uploading and still queued, and Close abandons the stuck upload.
+func TestFlushDeadline(t *testing.T) {
+	g := newGated(t)
+	g.gate("stuck") // never released: the save waits for its context
+	u := upload.New(context.Background(), stuckUntilCancel{g}, upload.Options{Workers: 1})
+	u.Enqueue("stuck", store.Bytes("1"))
+	<-g.started
+	u.Enqueue("queued", store.Bytes("2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	rep, err := u.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range rep.Failed {
+		got[f.Key] = f.Err
+	}
+	if !strings.Contains(got["stuck"], "still uploading") || !strings.Contains(got["queued"], "still queued") {
+		t.Fatalf("failures %q, want stuck (uploading) and queued", got)
+	}
+}
+
+// stuckUntilCancel makes the gated save give up when its context ends.
+type stuckUntilCancel struct{ *GatedStore }
+
+func (s stuckUntilCancel) Save(ctx context.Context, key string, src store.Source) error {
+	done := make(chan error, 1)
+	go func() { done <- s.GatedStore.Save(ctx, key, src) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		s.mu.Lock()
+		if c := s.gates[key]; c != nil {
+			close(c)
+			delete(s.gates, key)
+		}
+		s.mu.Unlock()
+		<-done
+		return ctx.Err()
 	}
 }
