@@ -32,7 +32,10 @@
 // The password (24 random bytes, hex) is in the child's environment and in
 // the 0600 password file only; it is never logged (Start redacts it from the
 // log tail it reports) and never belongs in a trace. Do not upload
-// <trajectory>/opencode to a store.
+// <trajectory>/opencode to a store. Caveat: the agent's bash tool and the
+// MCP server inherit OpenCode's environment (measured: `env` in the bash
+// tool shows OPENCODE_SERVER_PASSWORD and the API-key variable), so a
+// recorder must redact Server.Secrets() from tool outputs it stores.
 //
 // # Lifecycle
 //

@@ -71,6 +71,7 @@ type Server struct {
 	Client *Client
 
 	binary   string
+	secrets  []string
 	svc      sandbox.Service
 	stateDir string
 	logPath  string
@@ -152,7 +153,7 @@ func Start(ctx context.Context, sb Sandbox, opts ServerOptions) (*Server, error)
 		os.Remove(PasswordFile(traj))
 		return nil, fmt.Errorf("start opencode: %w", err)
 	}
-	s := &Server{binary: opts.Binary, svc: svc, stateDir: dir, logPath: logPath}
+	s := &Server{binary: opts.Binary, svc: svc, stateDir: dir, logPath: logPath, secrets: secretValues(password, opts)}
 	started := time.Now()
 	if err := s.waitReady(ctx, password, offset, opts.ReadyTimeout); err != nil {
 		_ = s.Stop()
@@ -263,6 +264,32 @@ func findPort(logPath string, offset int64) int {
 	}
 	port, _ := strconv.Atoi(string(m[1]))
 	return port
+}
+
+// Secrets are the values a recorder must never write: the server password
+// and the values of the API-key variables the config references. The
+// agent's tools (bash, the MCP server) inherit OpenCode's environment, so
+// a command like `env` prints them: redact these from anything recorded.
+func (s *Server) Secrets() []string { return append([]string(nil), s.secrets...) }
+
+func secretValues(password string, opts ServerOptions) []string {
+	out := []string{password}
+	keys := map[string]bool{}
+	for _, p := range opts.Config.Providers {
+		if p.APIKeyEnv != "" {
+			keys[p.APIKeyEnv] = true
+		}
+	}
+	base := opts.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	for _, kv := range append(append([]string(nil), base...), opts.Env...) {
+		if k, v, _ := strings.Cut(kv, "="); keys[k] && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Stop stops the server's process group and removes the password file.

@@ -401,6 +401,9 @@ func TestAgentSession(t *testing.T) {
 	})
 
 	pw := password(t, e)
+	if sec := e.srv.Secrets(); len(sec) != 2 || sec[0] != pw || sec[1] != fakeAPIKey {
+		t.Fatalf("Secrets() = %d values, want the password and the API key", len(sec))
+	}
 	pid := e.srv.PID()
 	mcp := processesWith(e.sb.Workspace())
 	if len(mcp) == 0 {
