@@ -86,7 +86,9 @@ func (b Bytes) Open() (io.ReadCloser, int64, error) {
 }
 
 // File is a Source reading a local file at upload time. Nothing is held in
-// memory; each Open sees the file as it is then.
+// memory; each Open sees the file as it is then. The file must not change
+// while a Save reads it (upload agent_trace.json once the writer is done;
+// ship the running trace as chunks).
 type File string
 
 // Open implements Source.

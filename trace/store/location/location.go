@@ -36,6 +36,9 @@ type Options struct {
 	Retry retry.Policy
 	// NoRetry returns the bare store (tests of the backends themselves).
 	NoRetry bool
+	// MustExist refuses a local folder that does not exist instead of
+	// creating it (readers must not create stores).
+	MustExist bool
 	// Getenv reads S3 settings from the environment; nil means os.Getenv.
 	Getenv func(string) string
 	// S3 adjusts the S3 config after the URL is parsed (tests inject
@@ -72,12 +75,12 @@ func Open(ctx context.Context, raw string, opts Options) (store.Store, error) {
 		if raw == "" {
 			return nil, fmt.Errorf("empty store location: want %s", Forms)
 		}
-		s, err = local.Open(raw)
+		s, err = openLocal(raw, opts.MustExist)
 	case "file":
 		var path string
 		path, err = FilePath(raw)
 		if err == nil {
-			s, err = local.Open(path)
+			s, err = openLocal(path, opts.MustExist)
 		}
 	case "s3":
 		var cfg s3store.Config
@@ -102,6 +105,19 @@ func Open(ctx context.Context, raw string, opts Options) (store.Store, error) {
 		p.Logger = opts.Logger
 	}
 	return retry.Wrap(s, p), nil
+}
+
+func openLocal(dir string, mustExist bool) (store.Store, error) {
+	if mustExist {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil, fmt.Errorf("store folder %s: %w: %w", dir, store.ErrNotFound, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("store %s is not a folder: %w", dir, store.ErrNotFound)
+		}
+	}
+	return local.Open(dir)
 }
 
 // Scheme is the URL scheme of raw, or "" for a plain path.

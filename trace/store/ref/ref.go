@@ -125,8 +125,13 @@ func fromStore(ctx context.Context, id, storeURL string, opts Options) (*Traject
 	if err := store.ValidateID(id); err != nil {
 		return nil, fmt.Errorf("trajectory reference: %w (want %s)", err, Forms)
 	}
-	st, err := location.Open(ctx, storeURL, opts.Store)
+	lopts := opts.Store
+	lopts.MustExist = true // looking up must not create a store folder
+	st, err := location.Open(ctx, storeURL, lopts)
 	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("trajectory %q not found: %w (choose the store with --store or TRAJ_STORE)", id, err)
+		}
 		return nil, err
 	}
 	t := &Trajectory{ID: id, Store: st, Prefix: store.TrajectoryPrefix(id), Where: "store " + storeURL,

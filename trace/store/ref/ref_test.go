@@ -190,6 +190,14 @@ func TestErrors(t *testing.T) {
 			t.Errorf("resolve %q: errors.Is(ErrNotFound) = %v, want %v", c.ref, !c.notFound, c.notFound)
 		}
 	}
+	// The default store ./runs is not created by looking something up.
+	missing := filepath.Join(t.TempDir(), "runs")
+	if _, err := ref.Resolve(ctx, "t1", missing, ref.Options{}); !errors.Is(err, ref.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("id in a missing store folder: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("resolving created the store folder %s", missing)
+	}
 	// Present but incomplete: no bundle anywhere.
 	tr, err := ref.Resolve(ctx, "present", root, ref.Options{})
 	if err != nil {
