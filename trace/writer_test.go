@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -333,4 +334,34 @@ func TestWriterSync(t *testing.T) {
 		t.Fatalf("%d parts", countParts(tr))
 	}
 	checkValid(t, path)
+}
+
+// TestAppendPartAllocations guards the bounded-memory promise: appending
+// does not copy the trace, so the bytes allocated per part stay far below
+// the trace size.
+func TestAppendPartAllocations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent_trace.json")
+	w, err := trace.Create(path, tracetest.Header("allocs"), trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.BeginTurn(trace.TurnStart{})
+	p := tracetest.RealisticPart(1, tracetest.Commit(1), 4096)
+	const parts = 1000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for n := 1; n <= parts; n++ {
+		p.Part = n
+		if err := w.AppendPart(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	st, _ := os.Stat(path)
+	perPart := (after.TotalAlloc - before.TotalAlloc) / parts
+	// The trace is ~4 MB by the end; a copy per part would show as MBs.
+	if perPart > 16<<10 {
+		t.Fatalf("%d bytes allocated per appended part (trace is %d bytes)", perPart, st.Size())
+	}
 }
