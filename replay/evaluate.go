@@ -152,7 +152,7 @@ func Evaluate(ctx context.Context, tr *trace.Trace, h History, ev Evaluator, opt
 				t0 := time.Now()
 				res, err := evaluateTree(ctx, h, ev, commit, paths, opts.TempDir)
 				d := time.Since(t0)
-				tr := &treeResult{result: res, source: SourceEvaluated, duration: d, err: err}
+				tres := &treeResult{result: res, source: SourceEvaluated, duration: d, err: err}
 				if err == nil {
 					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res, DurationMs: d.Milliseconds()}
 					if perr := cache.Put(ctx, CacheKey(tree, envVersion, paths), e); perr != nil {
@@ -162,7 +162,7 @@ func Evaluate(ctx context.Context, tr *trace.Trace, h History, ev Evaluator, opt
 					logger.Error("evaluate commit", "commit", commit, "err", err)
 				}
 				mu.Lock()
-				results[tree] = tr
+				results[tree] = tres
 				mu.Unlock()
 				report(commit, false)
 			}
