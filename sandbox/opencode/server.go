@@ -154,6 +154,12 @@ func Start(ctx context.Context, sb Sandbox, opts ServerOptions) (*Server, error)
 		return nil, fmt.Errorf("start opencode: %w", err)
 	}
 	s := &Server{binary: opts.Binary, svc: svc, stateDir: dir, logPath: logPath, secrets: secretValues(password, opts)}
+	// However the server ends (Stop, the sandbox's Stop, ctx, a crash), the
+	// password file goes with it.
+	go func() {
+		<-svc.Done()
+		os.Remove(PasswordFile(traj))
+	}()
 	started := time.Now()
 	if err := s.waitReady(ctx, password, offset, opts.ReadyTimeout); err != nil {
 		_ = s.Stop()

@@ -552,4 +552,22 @@ func TestParallelSandboxes(t *testing.T) {
 			t.Errorf("session stored in %s: %v, want %v", e.sb.TrajectoryDir(), found, want)
 		}
 	}
+	// Stopping a sandbox (not the server) ends OpenCode and its password.
+	if err := b.sb.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		_, err := os.Stat(opencode.PasswordFile(b.sb.TrajectoryDir()))
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("password file after the sandbox stopped: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := a.srv.Client.Health(ctx); err != nil {
+		t.Fatalf("a hurt by b's stop: %v", err)
+	}
 }
