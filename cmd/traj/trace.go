@@ -13,6 +13,7 @@ import (
 type TraceCmd struct {
 	Show     TraceShowCmd     `cmd:"" help:"Summarize a trace: id, agent, model, parts, turns, end reason, final commit, best test results, tokens and cost."`
 	Validate TraceValidateCmd `cmd:"" help:"Check a trace against the schema and the part/turn invariants."`
+	Finalize TraceFinalizeCmd `cmd:"" help:"Close a trajectory whose run died and will not continue: session_end interrupted, repo.bundle, uploads."`
 }
 
 // TraceShowCmd prints a trace summary.

@@ -1,0 +1,328 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/gitstate"
+	"github.com/trajlab/traj/trace/store"
+)
+
+// FinalizeOptions tune Finalize.
+type FinalizeOptions struct {
+	// Detail goes into session_end.detail (default: says the trajectory
+	// was finalized after its recording process stopped).
+	Detail string
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// FinalizeResult is what Finalize did.
+type FinalizeResult struct {
+	Result
+	// AlreadyFinished: the trace had its session_end; only the run state
+	// and the uploads were brought up to date.
+	AlreadyFinished bool
+	Sync            SyncReport
+}
+
+// Finalize closes a trajectory that will not continue, typically one whose
+// `traj run` was killed: a final checkpoint of the workspace (or, when the
+// workspace is gone, the repository rebuilt from the history bundles),
+// repo.bundle, session_end with reason interrupted, run.json marked
+// finished, and every object uploaded (see Sync). It refuses a trajectory
+// whose recording process is alive. Inputs it cannot read make it fail
+// before anything is written.
+func Finalize(ctx context.Context, l *Located, opts FinalizeOptions) (*FinalizeResult, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Detail == "" {
+		opts.Detail = "finalized after the recording process stopped (traj trace finalize)"
+	}
+	if err := l.checkNotRunning(); err != nil {
+		return nil, err
+	}
+	res := &FinalizeResult{Result: Result{TrajectoryID: l.ID, Dir: l.Dir, Workspace: l.State.Workspace}}
+	fin, err := traceFinished(l.TracePath())
+	if err != nil {
+		return nil, fmt.Errorf("finalize %s: %w", l.ID, err)
+	}
+	if fin {
+		res.AlreadyFinished = true
+		if err := finishedState(l); err != nil {
+			return nil, err
+		}
+	} else if err := finalizeTrace(ctx, l, opts, res); err != nil {
+		return nil, err
+	}
+	sr, err := Sync(ctx, l, opts.Logger)
+	res.Sync = sr
+	for _, f := range sr.Failed {
+		res.NotUploaded = append(res.NotUploaded, f.Key)
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func finalizeTrace(ctx context.Context, l *Located, opts FinalizeOptions, res *FinalizeResult) error {
+	// Everything that only reads comes first, so a failure changes nothing.
+	sum, err := scanTrace(l.TracePath())
+	if err != nil {
+		return fmt.Errorf("finalize %s: read trace: %w", l.ID, err)
+	}
+	repo, cleanup, err := historyRepo(ctx, l, sum.lastCommit)
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", l.ID, err)
+	}
+	defer cleanup()
+
+	w, err := trace.OpenForAppend(l.TracePath(), trace.WriterOptions{Logger: opts.Logger})
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", l.ID, err)
+	}
+	defer w.Close()
+	final := w.LastCommit()
+	if repo.workspace {
+		cp, err := repo.Checkpoint(ctx, w.LastPart())
+		if err != nil {
+			return fmt.Errorf("finalize %s: final checkpoint: %w", l.ID, err)
+		}
+		final = cp.CommitAfter
+	}
+	if err := writeFullBundle(ctx, repo.Repo, filepath.Join(l.Dir, store.BundleName)); err != nil {
+		return fmt.Errorf("finalize %s: %w", l.ID, err)
+	}
+	tok, cost := sum.tokens, sum.cost
+	end := trace.SessionEnd{Reason: trace.EndInterrupted, FinalGitCommit: final, EndedAt: trace.Timestamp(opts.Now()),
+		Detail: opts.Detail, Tokens: &tok, Cost: &cost}
+	artifacts := map[string]string{
+		trace.ArtifactTrace:  l.Store.URI(store.TraceKey(l.ID)),
+		trace.ArtifactBundle: l.Store.URI(store.BundleKey(l.ID)),
+	}
+	if err := w.Finish(end, artifacts); err != nil {
+		return fmt.Errorf("finalize %s: %w", l.ID, err)
+	}
+	end.TotalParts, end.TotalTurns = w.LastPart(), w.Turns()
+	if err := w.RemoveShadow(); err != nil {
+		opts.Logger.Warn("remove trace shadow", "err", err)
+	}
+	res.End, res.Artifacts = end, artifacts
+	l.State.Status, l.State.EndedAt, l.State.Reason, l.State.PID = "finished", end.EndedAt, end.Reason, 0
+	return saveRunState(l)
+}
+
+// finishedState brings run.json up to date with a trace that already has
+// its session_end (the process died between the two writes).
+func finishedState(l *Located) error {
+	if l.State.Status == "finished" {
+		return nil
+	}
+	var end *trace.SessionEnd
+	f, err := os.Open(l.TracePath())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := trace.Scan(f, trace.Visitor{OnEnd: func(t *trace.Trace) error { end = t.SessionEnd; return nil }}); err != nil {
+		return fmt.Errorf("read trace: %w", err)
+	}
+	l.State.Status, l.State.PID = "finished", 0
+	if end != nil {
+		l.State.EndedAt, l.State.Reason = end.EndedAt, end.Reason
+	}
+	return saveRunState(l)
+}
+
+func saveRunState(l *Located) error {
+	raw, err := json.MarshalIndent(l.State, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode run state: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(l.Dir, RunStateName), append(raw, '\n'))
+}
+
+// traceFinished reports whether the trace has its session_end.
+func traceFinished(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fin := false
+	err = trace.Scan(f, trace.Visitor{OnEnd: func(t *trace.Trace) error { fin = t.SessionEnd != nil; return nil }})
+	if err != nil {
+		return false, fmt.Errorf("read trace %s: %w", path, err)
+	}
+	return fin, nil
+}
+
+// traceSummary is what resume and finalize need from a recorded trace.
+type traceSummary struct {
+	parts, turns int
+	lastCommit   string
+	tokens       trace.Tokens
+	cost         float64
+	calls        []trace.EnvoiCall
+	// lastTurnOpen: the last turn has no ended_at (the process died in it).
+	lastTurnOpen bool
+	finished     bool
+}
+
+func scanTrace(path string) (*traceSummary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s := &traceSummary{}
+	err = trace.Scan(f, trace.Visitor{
+		OnPart: func(_ int, p *trace.Part) error {
+			s.parts = p.Part
+			s.lastCommit = p.GitCommit
+			if p.Tokens != nil {
+				s.tokens.Add(*p.Tokens)
+			}
+			if p.Cost != nil {
+				s.cost += *p.Cost
+			}
+			s.calls = append(s.calls, p.EnvoiCalls...)
+			return nil
+		},
+		OnTurn: func(_ int, t *trace.Turn) error {
+			s.turns++
+			s.lastTurnOpen = t.EndedAt == ""
+			return nil
+		},
+		OnEnd: func(t *trace.Trace) error { s.finished = t.SessionEnd != nil; return nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// workRepo is the repository a finalize or resume works from.
+type workRepo struct {
+	*gitstate.Repo
+	// workspace: the agent's own workspace (else a clone from the history
+	// bundles in a temp folder).
+	workspace bool
+}
+
+// historyRepo opens the trajectory's workspace repository when it is
+// there, else rebuilds one from the history bundles (the trajectory
+// folder's history/, else the store's) in a temp folder removed by cleanup.
+// lastCommit, the trace's last commit, must be in it.
+func historyRepo(ctx context.Context, l *Located, lastCommit string) (*workRepo, func(), error) {
+	nop := func() {}
+	if ws := l.State.Workspace; ws != "" {
+		if repo, err := gitstate.Open(ctx, ws, gitstate.Options{}); err == nil {
+			return &workRepo{Repo: repo, workspace: true}, nop, nil
+		}
+	}
+	tmp, err := os.MkdirTemp("", "traj-history-")
+	if err != nil {
+		return nil, nop, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	bundles, err := historyBundles(ctx, l, filepath.Join(tmp, "bundles"))
+	if err != nil {
+		cleanup()
+		return nil, nop, err
+	}
+	repo, err := cloneBundles(ctx, filepath.Join(tmp, "repo"), lastCommit, bundles)
+	if errors.Is(err, gitstate.ErrUnknownCommit) && lastCommit != "" {
+		// The last part's commit never reached a bundle (killed in
+		// between): keep the newest history there is.
+		repo, err = cloneBundles(ctx, filepath.Join(tmp, "repo2"), "", bundles)
+	}
+	if err != nil {
+		cleanup()
+		return nil, nop, fmt.Errorf("workspace %s is gone; rebuild it from the history bundles: %w", l.State.Workspace, err)
+	}
+	return &workRepo{Repo: repo}, cleanup, nil
+}
+
+// cloneBundles clones the chain of bundle files into dest, checked out at
+// commit ("" = the bundles' HEAD).
+func cloneBundles(ctx context.Context, dest, commit string, paths []string) (*gitstate.Repo, error) {
+	var readers []io.Reader
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		readers = append(readers, f)
+	}
+	return gitstate.CloneFromBundles(ctx, dest, gitstate.CloneOptions{Commit: commit}, readers...)
+}
+
+// historyBundles returns the trajectory's incremental bundles in part
+// order: the local history/ folder's, else those in the store, downloaded
+// into tmp.
+func historyBundles(ctx context.Context, l *Located, tmp string) ([]string, error) {
+	local, err := filepath.Glob(filepath.Join(l.Dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
+	if err != nil {
+		return nil, err
+	}
+	if len(local) > 0 {
+		sort.Strings(local)
+		return local, nil
+	}
+	var keys []string
+	err = l.Store.List(ctx, store.HistoryPrefix(l.ID), func(fi store.FileInfo) error {
+		if strings.HasSuffix(fi.Key, ".bundle") {
+			keys = append(keys, fi.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list history bundles in the store: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no workspace at %s and no history bundles, locally or in the store: %w", l.State.Workspace, fs.ErrNotExist)
+	}
+	sort.Strings(keys)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, key := range keys {
+		p := filepath.Join(tmp, filepath.Base(key))
+		err := l.Store.Load(ctx, key, func(r io.Reader) error {
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, r)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("download %s: %w", key, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -1,0 +1,149 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/location"
+)
+
+// ErrStillRunning is returned when a command that continues or closes a
+// trajectory finds its recording process still alive.
+var ErrStillRunning = errors.New("trajectory is still being recorded")
+
+// LocateOptions name a trajectory recorded earlier on this machine, the
+// way `traj run` was given them.
+type LocateOptions struct {
+	// ID is the trajectory id.
+	ID string
+	// Store is the store URL; "" means the one run.json recorded, else
+	// TRAJ_STORE, else the default.
+	Store string
+	// StoreImpl, when set, is used instead of opening a store (tests).
+	StoreImpl store.Store
+	// WorkDir holds trajectories/<id>; default: Store's folder when it is
+	// local, else ./runs (as for `traj run`).
+	WorkDir string
+	Logger  *slog.Logger
+}
+
+// Located is a trajectory's local folder, its run state and its store.
+type Located struct {
+	ID string
+	// Dir is the trajectory folder, WorkDir the folder above trajectories/.
+	Dir, WorkDir string
+	State        RunState
+	Store        store.Store
+	StoreURL     string
+	// InPlace: the trajectory folder is the store's own folder for the
+	// trajectory, so nothing needs uploading.
+	InPlace bool
+}
+
+// TracePath is the local agent_trace.json.
+func (l *Located) TracePath() string { return filepath.Join(l.Dir, store.TraceName) }
+
+// Locate finds trajectory opts.ID's folder and run.json and opens its store.
+func Locate(ctx context.Context, opts LocateOptions) (*Located, error) {
+	if err := store.ValidateID(opts.ID); err != nil {
+		return nil, err
+	}
+	work := opts.WorkDir
+	flagStore := location.Choose(opts.Store, os.Getenv)
+	if work == "" {
+		work = location.Default
+		if location.Scheme(flagStore) == "" {
+			work = flagStore
+		} else if location.Scheme(flagStore) == "file" {
+			if p, err := location.FilePath(flagStore); err == nil {
+				work = p
+			}
+		}
+	}
+	abs, err := filepath.Abs(work)
+	if err != nil {
+		return nil, fmt.Errorf("work dir %q: %w", work, err)
+	}
+	l := &Located{ID: opts.ID, WorkDir: abs, Dir: filepath.Join(abs, filepath.FromSlash(store.TrajectoryPrefix(opts.ID)))}
+	raw, err := os.ReadFile(filepath.Join(l.Dir, RunStateName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("trajectory %s: no %s in %s (give --work-dir, or --store as for traj run)", opts.ID, RunStateName, l.Dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run state of %s: %w", opts.ID, err)
+	}
+	if err := json.Unmarshal(raw, &l.State); err != nil {
+		return nil, fmt.Errorf("read run state %s: %w", filepath.Join(l.Dir, RunStateName), err)
+	}
+	if l.State.TrajectoryID != opts.ID {
+		return nil, fmt.Errorf("run state %s names trajectory %q, not %q", filepath.Join(l.Dir, RunStateName), l.State.TrajectoryID, opts.ID)
+	}
+	l.StoreURL = opts.Store
+	if l.StoreURL == "" {
+		l.StoreURL = l.State.Store
+	}
+	if l.StoreURL == "" {
+		l.StoreURL = flagStore
+	}
+	if opts.StoreImpl != nil {
+		l.Store = opts.StoreImpl
+	} else {
+		st, err := location.Open(ctx, l.StoreURL, location.Options{Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		l.Store = st
+	}
+	if lp, ok := store.AsLocal(l.Store); ok {
+		if p, err := lp.LocalPath(store.TraceKey(l.ID)); err == nil && filepath.Clean(p) == l.TracePath() {
+			l.InPlace = true
+		}
+	}
+	return l, nil
+}
+
+// Running reports whether the process that recorded the trajectory is
+// still alive (run.json says running and its pid is a live traj process).
+func (l *Located) Running() bool {
+	return l.State.Status == "running" && processAlive(l.State.PID)
+}
+
+// checkNotRunning refuses to touch a trajectory another process records.
+func (l *Located) checkNotRunning() error {
+	if l.Running() {
+		return fmt.Errorf("trajectory %s: %w by process %d (stop it first, or wait)", l.ID, ErrStillRunning, l.State.PID)
+	}
+	return nil
+}
+
+// processAlive reports whether pid is a live process that looks like traj
+// (a pid reused by an unrelated program after a crash does not count).
+func processAlive(pid int) bool {
+	if pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return true // cannot tell: assume it is
+	}
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		// A zombie (killed, not yet reaped by its parent) is not running.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return false
+		}
+	}
+	return strings.Contains(string(cmdline), "traj")
+}
