@@ -72,7 +72,7 @@ func (s *Store) Save(ctx context.Context, key string, src store.Source) error {
 	}
 	rc, size, err := src.Open()
 	if err != nil {
-		return fmt.Errorf("save %s: %w", key, err)
+		return fmt.Errorf("save %s: %w", key, store.Permanent(err)) // a retry cannot bring the source back
 	}
 	defer rc.Close()
 	dir := filepath.Dir(path)

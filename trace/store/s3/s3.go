@@ -142,7 +142,7 @@ func (s *Store) Save(ctx context.Context, key string, src store.Source) error {
 	}
 	rc, size, err := src.Open()
 	if err != nil {
-		return fmt.Errorf("save %s: %w", s.URI(key), err)
+		return fmt.Errorf("save %s: %w", s.URI(key), store.Permanent(err)) // a retry cannot bring the source back
 	}
 	defer rc.Close()
 	if size > s.partSize {
