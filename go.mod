@@ -49,6 +49,6 @@ require (
 	golang.org/x/crypto v0.56.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sys v0.47.0
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/text v0.41.0
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 )

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Problem is one way a trace breaks the contract.
@@ -66,6 +68,7 @@ type validation struct {
 	next, nparts, nturns int // next expected part index; counts
 	first, last          int // first/last part index of the current turn
 	turnParts            int
+	turnBad              bool // a part of the current turn has no readable index
 }
 
 func (v *validation) addSchema(path string, sch *jsonschema.Schema, raw []byte) bool {
@@ -87,41 +90,36 @@ func (v *validation) addSchema(path string, sch *jsonschema.Schema, raw []byte) 
 	return false
 }
 
-// schemaProblems flattens a validation error to its leaf messages.
+// schemaProblems flattens a validation error to its leaf causes, each at
+// its own instance path.
 func schemaProblems(base string, ve *jsonschema.ValidationError) []Problem {
-	out := ve.BasicOutput()
+	printer := message.NewPrinter(language.English)
 	var probs []Problem
 	seen := map[string]bool{}
-	for _, u := range out.Errors {
-		if u.Error == nil {
-			continue
+	var visit func(e *jsonschema.ValidationError)
+	visit = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				visit(c)
+			}
+			return
 		}
-		msg := u.Error.String()
-		if strings.HasPrefix(msg, "validation failed") || strings.Contains(msg, "doesn't validate with") {
-			continue
-		}
-		p := Problem{Path: base + pointerToPath(u.InstanceLocation), Offset: -1, Message: "schema: " + msg}
-		if k := p.Path + p.Message; !seen[k] {
+		p := Problem{Path: base + locationToPath(e.InstanceLocation), Offset: -1, Message: "schema: " + e.ErrorKind.LocalizedString(printer)}
+		if k := p.Path + "\x00" + p.Message; !seen[k] {
 			seen[k] = true
 			probs = append(probs, p)
 		}
 	}
-	if len(probs) == 0 {
-		probs = append(probs, Problem{Path: base, Offset: -1, Message: "schema: " + ve.Error()})
-	}
+	visit(ve)
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Path < probs[j].Path })
 	return probs
 }
 
-// pointerToPath turns a JSON pointer (/parts/0/part) into path suffix
-// (.parts[0].part).
-func pointerToPath(ptr string) string {
-	if ptr == "" {
-		return ""
-	}
+// locationToPath turns an instance location ([parts 0 part]) into a path
+// suffix (.parts[0].part).
+func locationToPath(loc []string) string {
 	var b strings.Builder
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+	for _, tok := range loc {
 		if _, err := strconv.Atoi(tok); err == nil {
 			b.WriteString("[" + tok + "]")
 		} else {
@@ -130,7 +128,6 @@ func pointerToPath(ptr string) string {
 	}
 	return b.String()
 }
-
 func (v *validation) invariant(path, format string, args ...any) {
 	v.invariants = append(v.invariants, Problem{Path: path, Offset: -1, Message: fmt.Sprintf(format, args...)})
 }
@@ -145,7 +142,8 @@ func (v *validation) part(loc partLoc) error {
 		GitCommit *string `json:"git_commit"`
 	}
 	if err := json.Unmarshal(loc.raw, &p); err != nil || p.Part == nil {
-		return nil // the schema problem says it
+		v.turnBad = true // the schema problem says it; the range is unknown
+		return nil
 	}
 	n := *p.Part
 	if n != v.next {
@@ -168,8 +166,8 @@ func (v *validation) part(loc partLoc) error {
 
 func (v *validation) turn(loc turnLoc) error {
 	path := loc.path()
-	nparts := v.turnParts
-	v.turnParts = 0
+	nparts, bad := v.turnParts, v.turnBad
+	v.turnParts, v.turnBad = 0, false
 	v.nturns++
 	if !v.addSchema(path, v.s.Turn, loc.raw) {
 		return nil
@@ -179,7 +177,7 @@ func (v *validation) turn(loc turnLoc) error {
 		PartStart *int `json:"part_start"`
 		PartEnd   *int `json:"part_end"`
 	}
-	if err := json.Unmarshal(loc.raw, &t); err != nil {
+	if err := json.Unmarshal(loc.raw, &t); err != nil || bad {
 		return nil
 	}
 	check := func(field string, got *int, want int) {
