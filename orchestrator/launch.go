@@ -165,6 +165,11 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 	if err != nil {
 		return nil, err
 	}
+	stops = append(stops, func() {
+		if err := srv.Stop(); err != nil {
+			spec.Logger.Debug("stop opencode", "err", err)
+		}
+	})
 	if pw, err := os.ReadFile(opencode.PasswordFile(spec.SandboxDir)); err == nil {
 		secrets = append(secrets, strings.TrimSpace(string(pw)))
 	}

@@ -26,6 +26,9 @@ type LoopConfig struct {
 	// StartPart and StartTurn are the parts and turns already recorded (0
 	// for a new trajectory).
 	StartPart, StartTurn int
+	// StartCommit is the workspace's checkpoint commit when the loop
+	// starts; "" makes the first part checkpoint whatever its type.
+	StartCommit string
 	// AbortGrace bounds how long the loop waits for the session to settle
 	// after an abort (default 15 s).
 	AbortGrace time.Duration
@@ -56,7 +59,9 @@ type Loop struct {
 	log     *slog.Logger
 	start   time.Time
 
-	parts, turns  int
+	parts, turns int
+	// head is the effective commit after the last checkpoint.
+	head          string
 	turnFirstPart bool
 	turnPrompt    string
 	tokens        trace.Tokens
@@ -98,7 +103,7 @@ func NewLoop(cfg LoopConfig, agent Agent, repo Checkpointer, w TraceWriter, pub 
 	}
 	l := &Loop{cfg: cfg, agent: agent, repo: repo, writer: w, pub: pub, rep: rep,
 		capture: newCapture(cfg.RootSessionID), tests: newTestStatus(cfg.Task.TestPaths),
-		log: cfg.Logger, parts: cfg.StartPart, turns: cfg.StartTurn}
+		log: cfg.Logger, parts: cfg.StartPart, turns: cfg.StartTurn, head: cfg.StartCommit}
 	if cfg.RootSession != nil {
 		l.capture.session(cfg.RootSession)
 	}
@@ -323,9 +328,13 @@ func (l *Loop) recordReady(ctx context.Context) (string, error) {
 func (l *Loop) record(ctx context.Context, p *pending) error {
 	ctx = context.WithoutCancel(ctx)
 	n := l.parts + 1
-	rc, err := l.repo.Checkpoint(ctx, n)
-	if err != nil {
-		return &errFatal{fmt.Errorf("checkpoint part %d: %w", n, err)}
+	rc := trace.RepoCheckpoint{CommitBefore: l.head, CommitAfter: l.head, ChangedFiles: []string{}}
+	if l.head == "" || changesFiles(p.info.Type) {
+		var err error
+		if rc, err = l.repo.Checkpoint(ctx, n); err != nil {
+			return &errFatal{fmt.Errorf("checkpoint part %d: %w", n, err)}
+		}
+		l.head = rc.CommitAfter
 	}
 	now := trace.Timestamp(l.cfg.Now())
 	f := l.capture.flush()
@@ -385,6 +394,16 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 		l.report(progress.Event{Type: progress.Tests, Part: n, Turn: l.turns, Tests: &tests[i]})
 	}
 	return nil
+}
+
+// changesFiles reports whether a part of this type can stand for a change
+// of the workspace: tools act (write, edit, bash, run_tests building ./cc,
+// a sub-agent's task), and a patch part reports what the model call
+// changed. Text and reasoning cannot, so they take no checkpoint: a change
+// made meanwhile by a tool still running is committed with that tool's
+// part when it completes, not with an unrelated text part.
+func changesFiles(typ string) bool {
+	return typ == "tool" || typ == "patch"
 }
 
 func orEmpty(s []json.RawMessage) []json.RawMessage {

@@ -174,6 +174,8 @@ type run struct {
 	writer    *trace.Writer
 	state     RunState
 	log       *slog.Logger
+	// resume is set when the run continues a trajectory (resume.go).
+	resume *resumed
 }
 
 // Run records one trajectory end to end: task, sandbox, agent server,
@@ -295,6 +297,9 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 	r.state = RunState{TrajectoryID: r.id, Task: r.task.Name, TaskSource: r.task.Source, Model: r.opts.Model,
 		MaxParts: r.opts.MaxParts, TimeoutSec: int64(r.opts.Timeout / time.Second), Store: r.state.Store,
 		Workspace: r.workspace, SandboxDir: r.sandbox, StartedAt: trace.Timestamp(now), Status: "running", PID: os.Getpid()}
+	if r.resume != nil {
+		r.state.StartedAt = r.resume.startedAt
+	}
 	if err := r.saveState(); err != nil {
 		return nil, err
 	}
@@ -325,6 +330,11 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	r.repo = repo
+	head, err := repo.Head()
+	if err != nil {
+		_ = agent.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
 	stopped := false
 	stopAgent := func() {
 		if stopped {
@@ -352,7 +362,7 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 		wopts.OnChunk = codec.Forward(r.up, r.id, func(err error) { r.log.Warn("upload trace chunk", "err", err) })
 	}
 	envInfo := &trace.EnvironmentInfo{Name: r.task.Environment, TestPaths: r.task.TestPaths, Version: env.Version()}
-	w, err := trace.Create(filepath.Join(r.dir, store.TraceName), trace.Header{
+	w, err := r.openTrace(trace.Header{
 		TrajectoryID: r.id, SessionID: agent.RootSessionID, Agent: "opencode", AgentModel: r.opts.Model,
 		StartedAt: trace.Timestamp(now), Task: r.task.Name, Environment: envInfo,
 	}, wopts)
@@ -369,16 +379,19 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 	if r.up != nil {
 		enq = r.up
 	}
-	pub := NewHistoryPublisher(r.id, r.dir, repo, enq, "", r.log)
-	loop := NewLoop(LoopConfig{
+	pub := NewHistoryPublisher(r.id, r.dir, repo, enq, r.lastBundled(), r.log)
+	startPart, startTurn := r.recorded()
+	loop := NewLoop(LoopConfig{StartPart: startPart, StartTurn: startTurn,
 		RootSessionID: agent.RootSessionID, RootSession: agent.RootSession, Task: r.task,
-		MaxParts: r.opts.MaxParts, AbortGrace: r.opts.AbortGrace, MaxEmptyTurns: r.opts.MaxEmptyTurns,
+		MaxParts: r.opts.MaxParts, StartCommit: head.String(), AbortGrace: r.opts.AbortGrace, MaxEmptyTurns: r.opts.MaxEmptyTurns,
 		Now: r.opts.Now, Logger: r.log, AfterTurn: agent.AfterTurn,
 	}, agent.Agent, repo, w, pub, r.opts.Reporter)
+	r.observeRecorded(loop)
 
 	lctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	out, loopErr := loop.Run(lctx)
 	cancel()
+	r.addRecorded(&out)
 	if loopErr != nil {
 		r.log.Error("recording stopped", "err", loopErr)
 		if out.Detail == "" {
