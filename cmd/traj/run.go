@@ -21,8 +21,9 @@ import (
 // interrupted, 1 when it could not be set up or recorded, 2 for bad flags.
 type RunCmd struct {
 	Task         string        `help:"Built-in task name or a task folder (task.json + prompt.md)." default:"c-compiler"`
-	Model        string        `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5)." required:""`
-	MaxParts     int           `name:"max-parts" help:"Part budget: the run never records more parts." required:""`
+	Model        string        `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5). Required unless --resume."`
+	MaxParts     int           `name:"max-parts" help:"Part budget: the run never records more parts. Required unless --resume (then: a larger budget)."`
+	Resume       string        `help:"Continue trajectory ID whose run died or ended early: same id and trace, parts continue, a continuation prompt; task, model and budget as recorded unless given." placeholder:"ID"`
 	Timeout      time.Duration `help:"Time the agent may work." default:"4h"`
 	TrajectoryID string        `name:"trajectory-id" help:"Trajectory id (default: <task>-<time>-<random>)."`
 	Store        string        `help:"Artifact store: a folder, file:///abs/path or s3://bucket/prefix (default ./runs)." env:"TRAJ_STORE"`
@@ -38,8 +39,17 @@ type RunCmd struct {
 
 // Run wires flags to orchestrator.Run.
 func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
-	if c.MaxParts <= 0 {
+	if c.Resume == "" && c.Model == "" {
+		return &exitError{2, errors.New("--model is required (or --resume ID)")}
+	}
+	if c.MaxParts < 0 || (c.Resume == "" && c.MaxParts == 0) {
 		return &exitError{2, errors.New("--max-parts must be > 0")}
+	}
+	start := orchestrator.Run
+	if c.Resume != "" {
+		start = func(ctx context.Context, o orchestrator.Options) (*orchestrator.Result, error) {
+			return orchestrator.Resume(ctx, c.Resume, o)
+		}
 	}
 	opts := orchestrator.Options{
 		Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout,
@@ -60,7 +70,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		sinks = append(sinks, progress.Log{L: g.Logger})
 	}
 	opts.Reporter = sinks
-	res, err := orchestrator.Run(ctx, opts)
+	res, err := start(ctx, opts)
 	if line != nil {
 		line.Close()
 	}
