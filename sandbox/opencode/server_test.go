@@ -1,11 +1,13 @@
 package opencode_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -77,9 +79,10 @@ func trajBinary(t *testing.T) string {
 // modelServer serves script on 127.0.0.1 until the test ends and records
 // the Authorization headers OpenCode sent.
 type modelServer struct {
-	url string
-	mu  sync.Mutex
-	ok  int // requests that carried the fake key
+	url   string
+	mu    sync.Mutex
+	ok    int             // requests that carried the fake key
+	tools map[string]bool // tool names offered in any request
 }
 
 func startModel(t *testing.T, script string) (*modelServer, error) {
@@ -92,18 +95,37 @@ func startModel(t *testing.T, script string) (*modelServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms := &modelServer{url: scripted.BaseURL(ln.Addr())}
+	ms := &modelServer{url: scripted.BaseURL(ln.Addr()), tools: map[string]bool{}}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "Bearer "+fakeAPIKey {
-			ms.mu.Lock()
-			ms.ok++
-			ms.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct {
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
 		}
+		_ = json.Unmarshal(body, &req)
+		ms.mu.Lock()
+		if r.Header.Get("Authorization") == "Bearer "+fakeAPIKey {
+			ms.ok++
+		}
+		for _, tool := range req.Tools {
+			ms.tools[tool.Function.Name] = true
+		}
+		ms.mu.Unlock()
 		srv.ServeHTTP(w, r)
 	})}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
 	return ms, nil
+}
+
+func (ms *modelServer) offered(tool string) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.tools[tool]
 }
 
 func (ms *modelServer) keyed() int {
@@ -154,7 +176,9 @@ func startEnv(t *testing.T, bin, traj, script string) (*env, error) {
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	srv, err := opencode.Start(context.Background(), sb, opencode.ServerOptions{
 		Binary: bin, Config: config(ms, traj, sb.Workspace()),
-		Env: []string{"TRAJ_TEST_MODEL_KEY=" + fakeAPIKey},
+		// The question tool is enabled so that its absence proves the
+		// config's "question": "deny" (measured: with "allow" it is offered).
+		Env: []string{"TRAJ_TEST_MODEL_KEY=" + fakeAPIKey, "OPENCODE_ENABLE_QUESTION_TOOL=1"},
 	})
 	if err != nil {
 		return nil, err
@@ -369,6 +393,13 @@ func TestAgentSession(t *testing.T) {
 	}
 	if e.model.keyed() < 5 {
 		t.Fatalf("%d model requests carried the API key from the environment", e.model.keyed())
+	}
+	// Permissions: the question tool is denied, so never offered; the
+	// tests MCP tool is.
+	for tool, want := range map[string]bool{"bash": true, "write": true, "task": true, "tests_run_tests": true, "question": false} {
+		if e.model.offered(tool) != want {
+			t.Errorf("tool %s offered: %v, want %v", tool, !want, want)
+		}
 	}
 
 	t.Run("prompt with a delivered id is not sent again", func(t *testing.T) {
