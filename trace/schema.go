@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -24,6 +25,10 @@ type Schemas struct {
 	Turn  *jsonschema.Schema // one turn (with any parts)
 	Part  *jsonschema.Schema // one part
 }
+
+// compiledSchemas compiles the embedded schema once per process; the
+// result is read-only and safe for concurrent use.
+var compiledSchemas = sync.OnceValues(CompileSchemas)
 
 // CompileSchemas compiles the embedded schema.
 func CompileSchemas() (*Schemas, error) {

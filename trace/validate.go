@@ -37,7 +37,7 @@ func (p Problem) String() string {
 // the parts and turns. Problems come in that order (syntax, schema,
 // invariants), each in document order; nil means the trace is valid.
 func Validate(r io.Reader) []Problem {
-	s, err := CompileSchemas()
+	s, err := compiledSchemas()
 	if err != nil {
 		return []Problem{{Path: "$", Offset: -1, Message: err.Error()}}
 	}
