@@ -22,6 +22,8 @@ type series struct {
 	// End is the last part of the trajectory: the line holds its last
 	// rate until there. 0 means the last point.
 	End int
+	// Bold draws the line wider (the overall rate above its suites).
+	Bold bool
 }
 
 // chartBox is the plot geometry.
@@ -91,12 +93,18 @@ func lineChart(title string, ss []series, width, height int, legend bool) templa
 			end = s.End
 		}
 		fmt.Fprintf(&d, "H%.1f", x(float64(end)))
-		fmt.Fprintf(&b, `<path d="%s" class="line" stroke="%s"><title>%s</title></path>`, d.String(), s.Color, esc(s.Name))
-		if len(s.Points) <= 60 {
-			for _, p := range s.Points {
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s: part %d, %.1f%%</title></circle>`,
-					x(float64(p.Part)), y(p.Rate), s.Color, esc(s.Name), p.Part, p.Rate*100)
+		width := 2.0
+		if s.Bold {
+			width = 3
+		}
+		fmt.Fprintf(&b, `<path d="%s" class="line" stroke="%s" stroke-width="%.0f"><title>%s</title></path>`, d.String(), s.Color, width, esc(s.Name))
+		// A dot where the rate changes (and at the first point).
+		for i, p := range s.Points {
+			if i > 0 && p.Rate == s.Points[i-1].Rate {
+				continue
 			}
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s: part %d, %.1f%%</title></circle>`,
+				x(float64(p.Part)), y(p.Rate), s.Color, esc(s.Name), p.Part, p.Rate*100)
 		}
 	}
 	if legend && len(ss) > 0 {

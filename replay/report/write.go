@@ -96,7 +96,7 @@ func WriteHTML(w io.Writer, r Report) error {
 	for i, t := range r.Trajectories {
 		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i), End: t.Parts})
 		tv := trajView{T: t}
-		ss := []series{{Name: "all suites", Points: t.ByPart, Color: "#000000", End: t.Parts}}
+		var ss []series
 		names := make([]string, 0, len(t.SuiteByPart))
 		for n := range t.SuiteByPart {
 			names = append(names, n)
@@ -107,6 +107,8 @@ func WriteHTML(w io.Writer, r Report) error {
 				ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j), End: t.Parts})
 			}
 		}
+		// The overall rate last, so it is drawn on top.
+		ss = append(ss, series{Name: "all suites", Points: t.ByPart, Color: "#000000", End: t.Parts, Bold: len(names) > 1})
 		width, height := 350, 190
 		if v.Single {
 			width, height = 1100, 360
@@ -232,7 +234,7 @@ svg .title{font-size:12px;font-weight:600;fill:#1b1f24}
 svg .grid{stroke:#eaeef2}svg .frame{fill:none;stroke:#afb8c1}svg .tick{stroke:#afb8c1}
 svg .ylab{text-anchor:end;fill:#57606a}svg .xlab{text-anchor:middle;fill:#57606a}
 svg .axis{text-anchor:middle;fill:#57606a}svg .legend{fill:#1b1f24}
-svg .line{fill:none;stroke-width:2}svg .empty{text-anchor:middle;fill:#8c959f}
+svg .line{fill:none}svg .empty{text-anchor:middle;fill:#8c959f}
 svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
 .muted{color:#8c959f}
 </style>
