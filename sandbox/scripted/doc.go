@@ -25,7 +25,7 @@
 //	{"tools":[{"name":"tests_run_tests","args":{"test_path":"basics/smoke"}}],"expect":{"tools":["tests_run_tests"]}}
 //	{"text":"Done.","usage":{"prompt_tokens":9000,"completion_tokens":3,"cached_tokens":8000}}
 //
-// Keys of a response (at least one of reasoning, text, tools):
+// Keys of a response (at least one of reasoning, text, tools, or an error):
 //
 //   - "reasoning": text streamed as reasoning_content (OpenCode records a
 //     reasoning part).
@@ -42,6 +42,11 @@
 //   - "expect": guards against a run that diverged: {"tools": [names the
 //     request must offer], "model": "demo", "contains": "text the last user
 //     or tool message must hold"}.
+//   - "delay_ms": wait this long before answering (a slow model; lets tests
+//     abort or interrupt mid-answer). The wait ends if the client goes away.
+//   - "error": {"status": 503, "message": "…"} answers with that HTTP error
+//     instead of a completion (failure injection). It consumes its line;
+//     OpenCode retries 429 and 5xx itself, and the retry gets the next line.
 //
 // Tool names and arguments are OpenCode's (1.18.33, read from the schemas
 // it sends): write {filePath, content}; edit {filePath, oldString,
@@ -64,7 +69,11 @@
 //
 // Side requests never consume the script: requests for a model in
 // Options.SideModels ("small" by default, OpenCode's small_model) and
-// OpenCode's title-generator requests are answered with Options.SideText.
+// tool-less requests whose system or user prompt opens like OpenCode's
+// title, compaction or session-summary prompts are answered with
+// Options.SideText. OpenCode 1.18.33 sends one title request (small model,
+// no tools, streaming) per root session; child sessions of sub-agents get
+// no title request.
 //
 // Before a response is played it is checked against the request: each tool
 // it calls must be offered, its args must satisfy the JSON Schema the agent

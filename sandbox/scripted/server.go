@@ -231,17 +231,30 @@ func (s *Server) pick(req *chatRequest, body []byte) reply {
 	return rep
 }
 
-// titleGenerator opens the system prompt OpenCode (1.18) uses for session
-// titles; it marks a side request even when no small model is configured.
-const titleGenerator = "You are a title generator"
+// sidePrompts open the prompts of OpenCode's (1.18) own bookkeeping
+// requests: session titles, context compaction, session summaries. They mark
+// a side request (when no tools are offered) even on the main model, e.g.
+// when no small model is configured.
+var sidePrompts = []string{
+	"You are a title generator",
+	"You are a context summarization agent",
+	"Summarize what was done in this conversation",
+}
 
 func (s *Server) isSide(req *chatRequest) bool {
 	if slices.Contains(s.opts.SideModels, req.Model) {
 		return true
 	}
-	if len(req.Tools) == 0 {
-		for _, m := range req.Messages {
-			if m.Role == "system" && strings.HasPrefix(contentText(m.Content), titleGenerator) {
+	if len(req.Tools) > 0 {
+		return false
+	}
+	for _, m := range req.Messages {
+		if m.Role != "system" && m.Role != "user" {
+			continue
+		}
+		text := strings.TrimSpace(contentText(m.Content))
+		for _, p := range sidePrompts {
+			if strings.HasPrefix(text, p) {
 				return true
 			}
 		}

@@ -265,17 +265,31 @@ func TestSideRequestsDoNotConsume(t *testing.T) {
 	side := []reqOpts{
 		{model: "small", stream: true},
 		{model: "demo", stream: true, system: "You are a title generator. You output ONLY a thread title."},
+		{model: "demo", stream: true, system: "You are a context summarization agent. You are given a conversation"},
+		{model: "demo", last: "Summarize what was done in this conversation. Write like a pull request description."},
 	}
 	for _, o := range side {
-		if got := readSSE(t, post(t, ts, o).Body); got.text != "A title" || got.finish != "stop" {
-			t.Errorf("side request %+v answered %+v", o, got)
+		resp := post(t, ts, o)
+		var text string
+		if o.stream {
+			text = readSSE(t, resp.Body).text
+		} else {
+			var c completion
+			if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+				t.Fatal(err)
+			}
+			text = *c.Choices[0].Message.Content
+		}
+		if text != "A title" {
+			t.Errorf("side request %+v answered %q", o, text)
 		}
 	}
-	if st := srv.Status(); st.Played != 0 || st.Side != 2 {
-		t.Fatalf("status after side requests %+v", st)
+	// The same bookkeeping prompt with tools offered is a real agent request.
+	if got := readSSE(t, post(t, ts, reqOpts{stream: true, tools: agentTools, system: "You are a title generator"}).Body); got.text != "scripted one" {
+		t.Errorf("request with tools answered %q", got.text)
 	}
-	if got := readSSE(t, post(t, ts, reqOpts{stream: true}).Body); got.text != "scripted one" {
-		t.Errorf("main request answered %q", got.text)
+	if st := srv.Status(); st.Played != 1 || st.Side != 4 {
+		t.Fatalf("status after side requests %+v", st)
 	}
 }
 
