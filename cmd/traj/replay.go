@@ -114,7 +114,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	for _, p := range paths {
 		if !contains(env.TestPaths(), p) {
-			return &exitError{2, fmt.Errorf("unknown test path %q; valid paths: %s", p, strings.Join(env.TestPaths(), ", "))}
+			return &exitError{2, fmt.Errorf("test path %q is not available (public suites need --tests-dir or TRAJ_TESTS_DIR); available: %s", p, strings.Join(env.TestPaths(), ", "))}
 		}
 	}
 	bar := replay.NewProgressBar(g.Stderr, replay.IsTerminal(g.Stderr))
