@@ -174,8 +174,13 @@ func startEnv(t *testing.T, bin, traj, script string) (*env, error) {
 		return nil, err
 	}
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
+	began := time.Now()
+	defer func() { t.Logf("opencode start took %v", time.Since(began).Round(time.Millisecond)) }()
 	srv, err := opencode.Start(context.Background(), sb, opencode.ServerOptions{
 		Binary: bin, Config: config(ms, traj, sb.Workspace()),
+		// The whole `make test` shares two cores: a start measured 27 s
+		// at load 15, so tests allow more than the 30 s default.
+		ReadyTimeout: 90 * time.Second,
 		// The question tool is enabled so that its absence proves the
 		// config's "question": "deny" (measured: with "allow" it is offered).
 		Env: []string{"TRAJ_TEST_MODEL_KEY=" + fakeAPIKey, "OPENCODE_ENABLE_QUESTION_TOOL=1"},
