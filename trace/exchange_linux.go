@@ -32,3 +32,20 @@ func fdatasync(f *os.File) error {
 		}
 	}
 }
+
+// lockFile takes an exclusive advisory lock on f without waiting, so two
+// writers never share a trace; the kernel drops it when the process dies.
+func lockFile(f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case err == unix.EINTR:
+			continue
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return ErrLocked
+		}
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+}

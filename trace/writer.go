@@ -17,6 +17,10 @@ import (
 // session_end is already written.
 var ErrFinished = errors.New("trace is finished (session_end written)")
 
+// ErrLocked is returned when another Writer (in this or another process)
+// holds the trace open.
+var ErrLocked = errors.New("trace is open by another writer")
+
 // WriterOptions tune a Writer. The zero value is valid.
 type WriterOptions struct {
 	// Sync makes every mutation fdatasync the new document before it
@@ -81,7 +85,9 @@ type TurnEnd struct {
 // file is a complete, valid trace holding everything written so far, even
 // if the process is killed at any instant. See the package documentation
 // for the layout and the two-file exchange that makes this safe. A Writer
-// is not safe for concurrent use; only one Writer may own a trace.
+// is not safe for concurrent use. Only one Writer may own a trace: both
+// files are locked (flock) while it is open, and Create or OpenForAppend
+// of a trace that is open elsewhere fails with ErrLocked.
 type Writer struct {
 	path, shadowPath, dir string
 	opts                  WriterOptions
@@ -151,6 +157,11 @@ func Create(path string, h Header, opts WriterOptions) (*Writer, error) {
 	w.files = [2]*os.File{canon, shadow}
 	w.canon = 0
 	for _, f := range w.files {
+		if err := lockFile(f); err != nil {
+			w.closeFiles()
+			os.Remove(tmp)
+			return nil, fmt.Errorf("create trace %s: %w", path, err)
+		}
 		if _, err := f.WriteAt(doc, 0); err != nil {
 			w.closeFiles()
 			return nil, fmt.Errorf("create trace %s: write: %w", path, err)
@@ -203,6 +214,10 @@ func OpenForAppend(path string, opts WriterOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace for append: %w", err)
 	}
+	if err := lockFile(canon); err != nil {
+		canon.Close()
+		return nil, fmt.Errorf("open trace %s for append: %w", path, err)
+	}
 	st, err := canon.Stat()
 	if err != nil {
 		canon.Close()
@@ -213,13 +228,21 @@ func OpenForAppend(path string, opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("open trace %s for append: %w", path, err)
 	}
 	w.size = st.Size()
-	shadow, err := os.OpenFile(w.shadowPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	shadow, err := os.OpenFile(w.shadowPath, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		canon.Close()
 		return nil, fmt.Errorf("open trace for append: shadow: %w", err)
 	}
 	w.files = [2]*os.File{canon, shadow}
 	w.canon = 0
+	if err := lockFile(shadow); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("open trace %s for append: %w", path, err)
+	}
+	if err := shadow.Truncate(0); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("open trace for append: shadow: %w", err)
+	}
 	if _, err := io.Copy(shadow, io.NewSectionReader(canon, 0, st.Size())); err != nil {
 		w.closeFiles()
 		return nil, fmt.Errorf("open trace for append: copy to shadow: %w", err)

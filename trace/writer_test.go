@@ -365,3 +365,29 @@ func TestAppendPartAllocations(t *testing.T) {
 		t.Fatalf("%d bytes allocated per appended part (trace is %d bytes)", perPart, st.Size())
 	}
 }
+
+func TestSecondWriterIsRefused(t *testing.T) {
+	path := tracetest.WriteDir(t, t.TempDir(), tracetest.Spec{Turns: []int{2}})
+	w, err := trace.OpenForAppend(path, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if _, err := trace.OpenForAppend(path, trace.WriterOptions{}); !errors.Is(err, trace.ErrLocked) {
+		t.Fatalf("second OpenForAppend: %v", err)
+	}
+	if err := w.AppendPart(tracetest.Part(3, "c3")); err != nil {
+		t.Fatalf("first writer after the refused one: %v", err)
+	}
+	shadow, _ := os.ReadFile(trace.ShadowPath(path))
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(shadow, after) || len(after) <= len(before) {
+		t.Fatal("the refused writer disturbed the files")
+	}
+	w.Close()
+	w2, err := trace.OpenForAppend(path, trace.WriterOptions{})
+	if err != nil {
+		t.Fatalf("reopen after Close: %v", err)
+	}
+	w2.Close()
+}
