@@ -372,6 +372,9 @@ func TestAgentSession(t *testing.T) {
 	if len(kids) != 1 || kids[0].ParentID != sess.ID {
 		t.Fatalf("children = %+v", kids)
 	}
+	if desc, err := c.Descendants(ctx, sess.ID); err != nil || len(desc) != 1 || desc[0].ID != kids[0].ID {
+		t.Fatalf("descendants = %+v, %v", desc, err)
+	}
 	if len(children) != 1 || children[0].ID != kids[0].ID {
 		t.Fatalf("session.created events for children: %+v", children)
 	}
