@@ -30,14 +30,20 @@ type CheckoutSummary struct {
 	Dest         string `json:"dest"`
 }
 
-// ErrUsage marks errors caused by the request (bad part, bad destination),
-// as opposed to unreadable inputs.
-var ErrUsage = errors.New("usage")
+// ErrUsage marks errors caused by the request (bad part, bad destination,
+// unknown trajectory), as opposed to unreadable inputs; test with
+// errors.Is.
+var ErrUsage = errors.New("usage error")
 
-// usageError wraps msg so errors.Is(err, ErrUsage) holds.
-func usageError(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+// UsageError formats a message that errors.Is matches with ErrUsage.
+func UsageError(format string, args ...any) error {
+	return &usageErr{fmt.Sprintf(format, args...)}
 }
+
+type usageErr struct{ msg string }
+
+func (e *usageErr) Error() string        { return e.msg }
+func (e *usageErr) Is(target error) bool { return target == ErrUsage }
 
 // CommitForPart returns part's effective commit, or an error giving the
 // valid range.
@@ -48,7 +54,7 @@ func CommitForPart(tr *trace.Trace, part int) (string, error) {
 	}
 	c, ok := commits[part]
 	if !ok {
-		return "", usageError("part %d is out of range: trajectory %s has parts %d..%d", part, tr.TrajectoryID, parts[0], parts[len(parts)-1])
+		return "", UsageError("part %d is out of range: trajectory %s has parts %d..%d", part, tr.TrajectoryID, parts[0], parts[len(parts)-1])
 	}
 	return c, nil
 }
@@ -68,10 +74,10 @@ func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutR
 			continue
 		}
 		if inside(dest, p) {
-			return nil, usageError("destination %s is inside the trajectory's source folder %s; choose a folder outside it", dest, p)
+			return nil, UsageError("destination %s is inside the trajectory's source folder %s; choose a folder outside it", dest, p)
 		}
 		if inside(p, dest) {
-			return nil, usageError("destination %s holds the trajectory's source folder %s; choose a folder outside it", dest, p)
+			return nil, UsageError("destination %s holds the trajectory's source folder %s; choose a folder outside it", dest, p)
 		}
 	}
 	if req.Force {
@@ -100,13 +106,13 @@ func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutR
 // current folder or any folder above it.
 func safeToClear(dest string) error {
 	if filepath.Dir(dest) == dest {
-		return usageError("refusing --force on %s: it is the filesystem root", dest)
+		return UsageError("refusing --force on %s: it is the filesystem root", dest)
 	}
 	if home, err := os.UserHomeDir(); err == nil && resolve(home) == resolve(dest) {
-		return usageError("refusing --force on %s: it is the home folder", dest)
+		return UsageError("refusing --force on %s: it is the home folder", dest)
 	}
 	if wd, err := os.Getwd(); err == nil && inside(wd, dest) {
-		return usageError("refusing --force on %s: it holds the current folder %s", dest, wd)
+		return UsageError("refusing --force on %s: it holds the current folder %s", dest, wd)
 	}
 	return nil
 }
@@ -128,7 +134,7 @@ func prepareDest(dest string, force bool) error {
 		return nil
 	}
 	if !force {
-		return usageError("destination %s is not empty (%d entries); choose an empty folder or pass --force to replace its contents", dest, len(entries))
+		return UsageError("destination %s is not empty (%d entries); choose an empty folder or pass --force to replace its contents", dest, len(entries))
 	}
 	for _, e := range entries {
 		if err := os.RemoveAll(filepath.Join(dest, e.Name())); err != nil {

@@ -70,7 +70,7 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	if location.Scheme(req.Ref) != "" {
 		storeURL, id, ok := SplitTrajectoryURL(req.Ref)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s is not a trajectory URL (want s3://bucket/prefix/trajectories/<id>)", replay.ErrUsage, req.Ref)
+			return nil, replay.UsageError("%s is not a trajectory URL (want s3://bucket/prefix/trajectories/<id>)", req.Ref)
 		}
 		req.Ref, req.StoreURL = id, storeURL
 	}
@@ -80,12 +80,12 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	}
 	if req.TracePath != "" || req.BundlePath != "" {
 		if req.TracePath == "" || req.BundlePath == "" {
-			return nil, fmt.Errorf("%w: --trace and --bundle go together", replay.ErrUsage)
+			return nil, replay.UsageError("--trace and --bundle go together")
 		}
 		return openFiles(ctx, req.TracePath, []string{req.BundlePath}, st)
 	}
 	if req.Ref == "" {
-		return nil, fmt.Errorf("%w: give --trajectory-id, or --trace and --bundle", replay.ErrUsage)
+		return nil, replay.UsageError("give --trajectory-id, or --trace and --bundle")
 	}
 	if fi, err := os.Stat(req.Ref); err == nil {
 		dir, tracePath := req.Ref, filepath.Join(req.Ref, store.TraceName)
@@ -157,7 +157,7 @@ func openFolder(ctx context.Context, dir, tracePath string, st store.Store) (*Tr
 func openFromStore(ctx context.Context, st store.Store, req Request) (*Trajectory, error) {
 	id := req.Ref
 	if err := store.ValidateID(id); err != nil {
-		return nil, fmt.Errorf("%w: %v", replay.ErrUsage, err)
+		return nil, replay.UsageError("%v", err)
 	}
 	var tr *trace.Trace
 	err := st.Load(ctx, store.TraceKey(id), func(r io.Reader) error {
@@ -166,7 +166,7 @@ func openFromStore(ctx context.Context, st store.Store, req Request) (*Trajector
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: trajectory %s not found in store %s (no %s)", replay.ErrUsage, id, req.StoreURL, store.TraceKey(id))
+		return nil, replay.UsageError("trajectory %s not found in store %s (no %s)", id, req.StoreURL, store.TraceKey(id))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read trace of %s: %w", id, err)
