@@ -80,7 +80,7 @@ report-png:
 
 ## demo: record a real trajectory (real OpenCode, the scripted demo model,
 ## the C-compiler environment) into ./runs, then show it and what to try next.
-DEMO_SCRIPT ?= sandbox/scripted/demo/demo.jsonl
+DEMO_SCRIPT ?= sandbox/scripted/demo/c-compiler.jsonl
 ifndef DEMO_ID
 DEMO_ID     := demo-$(shell date -u +%Y%m%d-%H%M%S)
 endif
@@ -94,6 +94,15 @@ demo: setup build
 	@echo "  bin/traj replay checkout-part --trajectory-id $(DEMO_ID) --part 10 --checkout-dest out/$(DEMO_ID)-part10"
 	@echo "  bin/traj replay evaluate --trajectory-id $(DEMO_ID) --output out/$(DEMO_ID)-eval.json --html out/$(DEMO_ID)-eval.html"
 	@echo "  bin/traj trace validate runs/trajectories/$(DEMO_ID)"
+
+## stress: the fuzzers for FUZZTIME each, and the kill -9 test with STRESS_KILLS kills.
+FUZZTIME     ?= 60s
+STRESS_KILLS ?= 50
+stress: setup build
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz '^FuzzOpenForAppend$$' -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTestPath$$' -fuzztime $(FUZZTIME) ./environment/ccompiler
+	TRAJ_BIN=$(TRAJ) TRAJ_KILLS=$(STRESS_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestKillRun' -v ./orchestrator
 
 clean:
 	rm -rf bin out

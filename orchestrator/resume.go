@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,6 +26,8 @@ type resumed struct {
 	// lastBundled is the newest commit already in a history bundle.
 	lastBundled string
 	startedAt   string
+	// fresh: the trace was never created (killed during start-up).
+	fresh bool
 }
 
 // Resume continues trajectory id, whose `traj run` died or ended early
@@ -63,6 +66,11 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}
 	sum, err := scanTrace(l.TracePath())
+	fresh := errors.Is(err, fs.ErrNotExist)
+	if fresh {
+		// Killed before the trace was created: start it now.
+		sum, err = &traceSummary{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: read trace: %w", id, err)
 	}
@@ -75,14 +83,16 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 	if st.Workspace == "" || st.SandboxDir == "" {
 		return nil, fmt.Errorf("resume %s: run state has no workspace or sandbox folder", id)
 	}
-	lastBundled, err := restoreWorkspace(ctx, l, sum.lastCommit, opts)
-	if err != nil {
-		return nil, fmt.Errorf("resume %s: %w", id, err)
+	var lastBundled string
+	if !fresh {
+		if lastBundled, err = restoreWorkspace(ctx, l, sum.lastCommit, opts); err != nil {
+			return nil, fmt.Errorf("resume %s: %w", id, err)
+		}
 	}
 
 	r := &run{opts: opts, task: tk, log: opts.Logger, id: id, dir: l.Dir, sandbox: st.SandboxDir, workspace: st.Workspace,
 		st: l.Store, inPlace: l.InPlace, state: RunState{Store: l.StoreURL}}
-	r.resume = &resumed{sum: sum, lastBundled: lastBundled, startedAt: st.StartedAt}
+	r.resume = &resumed{sum: sum, lastBundled: lastBundled, startedAt: st.StartedAt, fresh: fresh}
 	opts.Logger.Info("resuming trajectory", "trajectory_id", id, "parts", sum.parts, "turns", sum.turns,
 		"last_commit", sum.lastCommit, "workspace", st.Workspace)
 	return r.record(ctx)
@@ -181,7 +191,7 @@ func newestBundled(bundles []string) string {
 // is closed, and the loop then continues with a new turn.
 func (r *run) openTrace(h trace.Header, wopts trace.WriterOptions) (*trace.Writer, error) {
 	path := filepath.Join(r.dir, store.TraceName)
-	if r.resume == nil {
+	if r.resume == nil || r.resume.fresh {
 		return trace.Create(path, h, wopts)
 	}
 	w, err := trace.OpenForAppend(path, wopts)
