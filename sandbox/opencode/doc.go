@@ -118,6 +118,10 @@
 //   - session.diff, file.edited, file.watcher.updated, plugin.added,
 //     catalog.updated, …: informational.
 //
+// Abort (POST /session/{id}/abort) on a busy session: the session goes
+// idle within about a second and the unfinished assistant message gets
+// info.error {"name":"MessageAbortedError",…} (tested).
+//
 // Counting rule for the orchestrator: follow the root session and every
 // session whose parentID chain reaches it; count an assistant message's
 // part once, by part id, the first time Part.Completed is true; a turn is

@@ -206,6 +206,7 @@ const agentScript = `
 {"tools":[{"name":"bash","args":{"command":"ls","description":"list"}}]}
 {"text":"Sub-agent saw hello.txt."}
 {"text":"All done.","usage":{"prompt_tokens":1200,"completion_tokens":3,"cached_tokens":1000}}
+{"delay_ms":60000,"text":"Too late: this answer is aborted."}
 `
 
 func TestAgentSession(t *testing.T) {
@@ -426,6 +427,36 @@ func TestAgentSession(t *testing.T) {
 		}
 		if err := c.Abort(ctx, sess.ID); err != nil {
 			t.Fatalf("abort idle session: %v", err)
+		}
+	})
+
+	t.Run("abort a running session", func(t *testing.T) {
+		if _, err := c.SendPrompt(ctx, sess.ID, opencode.TextPrompt("Once more.")); err != nil {
+			t.Fatal(err)
+		}
+		aborted := false
+		for idle := false; !idle; {
+			select {
+			case ev := <-stream.Events():
+				if ev.Type == opencode.EventSessionStatus && ev.SessionID == sess.ID && ev.Status.Type == "busy" && !aborted {
+					time.Sleep(300 * time.Millisecond) // the model is now waiting
+					if err := c.Abort(ctx, sess.ID); err != nil {
+						t.Fatal(err)
+					}
+					aborted = true
+				}
+				idle = aborted && ev.Type == opencode.EventSessionIdle && ev.SessionID == sess.ID
+			case <-time.After(30 * time.Second):
+				t.Fatal("no session.idle within 30 s of the abort")
+			}
+		}
+		msgs, err := c.Messages(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := msgs[len(msgs)-1]
+		if last.Info.Role != "assistant" || !strings.Contains(string(last.Info.Error), "MessageAbortedError") {
+			t.Fatalf("last message after abort: role %s error %s", last.Info.Role, last.Info.Error)
 		}
 	})
 
