@@ -86,7 +86,7 @@ DEMO_ID     := demo-$(shell date -u +%Y%m%d-%H%M%S)
 endif
 demo: setup build
 	$(TRAJ) run --task c-compiler --model scripted/demo --script $(DEMO_SCRIPT) \
-		--max-parts 60 --timeout 15m --trajectory-id $(DEMO_ID) --store ./runs
+		--max-parts 50 --timeout 15m --trajectory-id $(DEMO_ID) --store ./runs
 	@echo
 	$(TRAJ) trace show runs/trajectories/$(DEMO_ID)
 	@echo

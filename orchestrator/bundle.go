@@ -36,6 +36,9 @@ func writeFileWith(path string, write func(*os.File) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	err = write(tmp)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -20,10 +20,11 @@ type partInfo struct {
 		End json.Number `json:"end"`
 	} `json:"time"`
 	State *struct {
-		Status string          `json:"status"`
-		Input  json.RawMessage `json:"input"`
-		Output json.RawMessage `json:"output"`
-		Error  json.RawMessage `json:"error"`
+		Status   string          `json:"status"`
+		Input    json.RawMessage `json:"input"`
+		Output   json.RawMessage `json:"output"`
+		Error    json.RawMessage `json:"error"`
+		Metadata json.RawMessage `json:"metadata"`
 	} `json:"state"`
 	// Tokens and Cost are set on step-finish parts.
 	Tokens *struct {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -54,6 +55,9 @@ type launched struct {
 	// names the password file, never the password.
 	Attach    string
 	AfterTurn func() (reason, detail string)
+	// ReadToolOutput reads a truncated tool output the server saved in its
+	// own state folder (and nothing outside it).
+	ReadToolOutput func(path string) ([]byte, error)
 	// Stop stops every service and copies their logs, secrets redacted,
 	// into the trajectory's logs/ folder. Safe to call more than once.
 	Stop func(ctx context.Context) error
@@ -197,6 +201,7 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 	l.RootSessionID = session.ID
 	l.RootSession = raw(session.Raw, session)
 	l.Attach = srv.AttachCommand(session.ID)
+	l.ReadToolOutput = readInside(filepath.Join(spec.SandboxDir, "opencode"))
 	return l, nil
 }
 
@@ -330,6 +335,38 @@ func copyLogs(from, to string, secrets []string, log *slog.Logger) {
 		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
 			log.Warn("copy log", "file", e.Name(), "err", err)
 		}
+	}
+}
+
+// readInside returns a reader of files under root only: the path comes
+// from the agent server's data, and a path outside its state folder is
+// refused.
+func readInside(root string) func(string) ([]byte, error) {
+	return func(path string) ([]byte, error) {
+		rel, err := filepath.Rel(root, filepath.Clean(path))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			return nil, fmt.Errorf("tool output %q is outside %s", path, root)
+		}
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return nil, err
+		}
+		if rootReal, err := filepath.EvalSymlinks(root); err == nil {
+			if r, err := filepath.Rel(rootReal, real); err != nil || strings.HasPrefix(r, "..") {
+				return nil, fmt.Errorf("tool output %q is outside %s", path, root)
+			}
+		}
+		const limit = 64 << 20
+		f, err := os.Open(real)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, limit+1))
+		if err == nil && len(b) > limit {
+			err = fmt.Errorf("tool output %q larger than %d bytes", path, limit)
+		}
+		return b, err
 	}
 }
 

@@ -37,6 +37,9 @@ type LoopConfig struct {
 	// MaxEmptyTurns ends the run (agent_error) after this many turns in a
 	// row without a counted part (default 3).
 	MaxEmptyTurns int
+	// ReadToolOutput reads the file where the agent server saved a tool's
+	// full output when it truncated it in the part (nil: not readable).
+	ReadToolOutput func(path string) ([]byte, error)
 	// AfterTurn, when set, is asked after each turn whether the run must
 	// end (for example: the scripted model has played its whole script).
 	AfterTurn func() (reason, detail string)
@@ -367,7 +370,7 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 	}
 	var tests []progress.TestStatus
 	if p.info.Type == "tool" && isRunTests(p.info.Tool) {
-		call := envoiCall(&p.info, now)
+		call := envoiCall(&p.info, now, l.cfg.ReadToolOutput)
 		rec.EnvoiCalls = append(rec.EnvoiCalls, call)
 		st := l.tests.observe(call)
 		tests = append(tests, progress.TestStatus{Path: st.Path, Passed: st.Passed, Failed: st.Failed,

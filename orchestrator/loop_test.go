@@ -450,3 +450,17 @@ func TestLoopEndReasons(t *testing.T) {
 		})
 	}
 }
+
+func TestTestStatusFromEnclosingPaths(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	m, it := b.Message(root, "assistant")
+	answer := `{"path":"all","timestamp":"t","duration_ms":5,"status_code":200,"error":null,"result":{"path":"all","passed":3,"failed":0,"total":3,"cases":[` +
+		`{"name":"basics/smoke/a.c","passed":true},{"name":"basics/smoke/b.c","passed":true},{"name":"basics/expressions/c.c","passed":true}]}}`
+	turn := append(agenttest.Turn{it}, b.Tool(root, m, "tests_run_tests", map[string]any{"test_path": "all"}, answer)...)
+	agent := agenttest.New(b, turn)
+	out, _ := h.run(context.Background(), agent, 100)
+	if out.Reason != trace.EndSolved || out.Parts != 1 {
+		t.Errorf("reason %s after %d parts, want solved by the run of all", out.Reason, out.Parts)
+	}
+}

@@ -274,22 +274,10 @@ func (r *run) saveState() error {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeFileWith(path, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
 }
 
 func (r *run) record(ctx context.Context) (res *Result, err error) {
@@ -384,7 +372,7 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 	loop := NewLoop(LoopConfig{StartPart: startPart, StartTurn: startTurn,
 		RootSessionID: agent.RootSessionID, RootSession: agent.RootSession, Task: r.task,
 		MaxParts: r.opts.MaxParts, StartCommit: head.String(), AbortGrace: r.opts.AbortGrace, MaxEmptyTurns: r.opts.MaxEmptyTurns,
-		Now: r.opts.Now, Logger: r.log, AfterTurn: agent.AfterTurn,
+		Now: r.opts.Now, Logger: r.log, AfterTurn: agent.AfterTurn, ReadToolOutput: agent.ReadToolOutput,
 	}, agent.Agent, repo, w, pub, r.opts.Reporter)
 	r.observeRecorded(loop)
 

@@ -16,7 +16,10 @@ func isRunTests(tool string) bool {
 
 // envoiCall builds the record of a completed run_tests tool part: the
 // tool's JSON answer when it gave one, otherwise the error it reported.
-func envoiCall(p *partInfo, ts string) trace.EnvoiCall {
+// OpenCode truncates long tool outputs in the part and saves the whole
+// output to a file (state.metadata.outputPath); readFull, when set, reads
+// that file so the record holds the complete answer.
+func envoiCall(p *partInfo, ts string, readFull func(path string) ([]byte, error)) trace.EnvoiCall {
 	call := trace.EnvoiCall{CallID: p.CallID, Timestamp: ts}
 	var in struct {
 		TestPath string `json:"test_path"`
@@ -45,6 +48,19 @@ func envoiCall(p *partInfo, ts string) trace.EnvoiCall {
 	var output string
 	if json.Unmarshal(p.State.Output, &output) != nil {
 		output = string(p.State.Output)
+	}
+	var md struct {
+		Truncated  bool   `json:"truncated"`
+		OutputPath string `json:"outputPath"`
+	}
+	if json.Unmarshal(p.State.Metadata, &md) == nil && md.Truncated && md.OutputPath != "" && readFull != nil {
+		full, err := readFull(md.OutputPath)
+		if err != nil {
+			msg := "run_tests answer truncated by the agent server and its full output is unreadable: " + err.Error()
+			call.Error = &msg
+			return call
+		}
+		output = string(full)
 	}
 	var got trace.EnvoiCall
 	if err := json.Unmarshal([]byte(strings.TrimSpace(output)), &got); err != nil || got.Path == "" && got.Result == nil {
@@ -86,20 +102,49 @@ func newTestStatus(paths []string) *testStatus {
 	return &testStatus{paths: paths, latest: map[string]task.PathStatus{}}
 }
 
-// observe records a call; it returns the call's status in brief.
+// observe records a call; it returns the call's status in brief. A call
+// on a path that contains a required path ("all", or "basics" for
+// "basics/smoke") also updates that required path, from the cases whose
+// names fall under it.
 func (s *testStatus) observe(c trace.EnvoiCall) task.PathStatus {
 	st := task.PathStatus{Path: c.Path, Seen: true}
+	var res struct {
+		resultCounts
+		Cases []struct {
+			Name   string `json:"name"`
+			Passed bool   `json:"passed"`
+		} `json:"cases"`
+	}
 	if c.Error != nil && *c.Error != "" {
 		st.Error = *c.Error
+	} else if err := json.Unmarshal(c.Result, &res); err != nil {
+		st.Error = "unreadable result"
 	} else {
-		var rc resultCounts
-		if err := json.Unmarshal(c.Result, &rc); err != nil {
-			st.Error = "unreadable result"
-		} else {
-			st.Passed, st.Failed, st.Total = rc.Passed, rc.Failed, rc.Total
-		}
+		st.Passed, st.Failed, st.Total = res.Passed, res.Failed, res.Total
 	}
 	s.latest[c.Path] = st
+	if st.Error != "" {
+		return st
+	}
+	for _, p := range s.paths {
+		if p == c.Path || !(c.Path == "all" || strings.HasPrefix(p, c.Path+"/")) {
+			continue
+		}
+		sub := task.PathStatus{Path: p, Seen: true}
+		for _, cs := range res.Cases {
+			if strings.HasPrefix(cs.Name, p+"/") {
+				sub.Total++
+				if cs.Passed {
+					sub.Passed++
+				} else {
+					sub.Failed++
+				}
+			}
+		}
+		if sub.Total > 0 {
+			s.latest[p] = sub
+		}
+	}
 	return st
 }
 
