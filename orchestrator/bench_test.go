@@ -23,8 +23,8 @@ import (
 	"github.com/trajlab/traj/trace/store/upload"
 )
 
-// synthetic streams parts agent parts: messages of step-start, a text part,
-// a tool part, step-finish. Every 4th tool edits a workspace file (a
+// synthetic streams parts agent parts: messages of a "step-start" part, a
+// text part, a tool part, a "step-finish" part. Every 4th tool edits a workspace file (a
 // checkpoint commit), every 10th is a run_tests call. Items carry the
 // number of the part they lead to, so the agent can time the loop per part.
 func synthetic(b *agenttest.Builder, root, workspace string, parts int) agenttest.Stream {
@@ -42,7 +42,7 @@ func synthetic(b *agenttest.Builder, root, workspace string, parts int) agenttes
 		}
 		for n, msgs := 0, 0; n < parts; msgs++ {
 			m, it := b.Message(root, "assistant")
-			if !emit(n+1, it, b.StepStart(root, m)) {
+			if !emit(n+1, it, b.CallStart(root, m)) {
 				return
 			}
 			n++
@@ -68,7 +68,7 @@ func synthetic(b *agenttest.Builder, root, workspace string, parts int) agenttes
 			if !emit(n, tool...) {
 				return
 			}
-			if !emit(n+1, b.StepFinish(root, m, 1200, 300, 0.001)) {
+			if !emit(n+1, b.CallFinish(root, m, 1200, 300, 0.001)) {
 				return
 			}
 		}

@@ -26,7 +26,7 @@ type partInfo struct {
 		Error    json.RawMessage `json:"error"`
 		Metadata json.RawMessage `json:"metadata"`
 	} `json:"state"`
-	// Tokens and Cost are set on step-finish parts.
+	// Tokens and Cost are set on "step-finish" parts.
 	Tokens *struct {
 		Input     int64 `json:"input"`
 		Output    int64 `json:"output"`

@@ -16,7 +16,7 @@
 //  2. appends the part record to agent_trace.json, durably (trace.Writer):
 //     the part verbatim (content), its session, the sessions and message
 //     infos first seen with it, the uncounted parts since the previous
-//     counted one (other_parts: step-start, step-finish, the user's prompt,
+//     counted one (other_parts: "step-start", "step-finish", the user's prompt,
 //     …), the run_tests calls it completed (envoi_calls, with results), the
 //     checkpoint, the effective git commit, and the tokens and cost reported
 //     since the previous counted part;

@@ -161,17 +161,17 @@ func TestLoopRecordsPartsInOrder(t *testing.T) {
 	b, root := h.b, h.root
 	var turn1 agenttest.Turn
 	m1, it := b.Message(root, "assistant")
-	turn1 = append(turn1, it, b.StepStart(root, m1))
+	turn1 = append(turn1, it, b.CallStart(root, m1))
 	turn1 = append(turn1, b.Reasoning(root, m1, "plan the lexer")...)
 	write := b.Tool(root, m1, "write", map[string]any{"filePath": "main.rs"}, "wrote")
 	write[len(write)-1].Before = h.write("main.rs", "fn main() {}\n")
 	turn1 = append(turn1, write...)
 	turn1 = append(turn1, b.RunTests(root, m1, "basics/smoke", 3, 2)...)
-	turn1 = append(turn1, b.StepFinish(root, m1, 100, 20, 0.5))
+	turn1 = append(turn1, b.CallFinish(root, m1, 100, 20, 0.5))
 	m2, it := b.Message(root, "assistant")
-	turn1 = append(turn1, it, b.StepStart(root, m2))
+	turn1 = append(turn1, it, b.CallStart(root, m2))
 	turn1 = append(turn1, b.Text(root, m2, "lexer written")...)
-	turn1 = append(turn1, b.StepFinish(root, m2, 50, 10, 0.25))
+	turn1 = append(turn1, b.CallFinish(root, m2, 50, 10, 0.25))
 
 	var turn2 agenttest.Turn
 	m3, it := b.Message(root, "assistant")
@@ -181,7 +181,7 @@ func TestLoopRecordsPartsInOrder(t *testing.T) {
 	turn2 = append(turn2, edit...)
 	turn2 = append(turn2, b.RunTests(root, m3, "basics/smoke", 5, 0)...)
 	turn2 = append(turn2, b.RunTests(root, m3, "basics/expressions", 4, 0)...)
-	turn2 = append(turn2, b.StepFinish(root, m3, 70, 5, 0.125))
+	turn2 = append(turn2, b.CallFinish(root, m3, 70, 5, 0.125))
 
 	agent := agenttest.New(b, turn1, turn2)
 	out, tr := h.run(context.Background(), agent, 100)
@@ -235,7 +235,7 @@ func TestLoopRecordsPartsInOrder(t *testing.T) {
 	if !strings.Contains(prompts[1], "basics/expressions: not run yet") || !strings.Contains(prompts[1], "basics/smoke: 3/5 passed") {
 		t.Errorf("continuation prompt does not report the test status:\n%s", prompts[1])
 	}
-	// Usage of step-finish parts lands on the next counted part.
+	// Usage reported in "step-finish" parts lands on the next counted part.
 	if p := parts[3]; p.Tokens == nil || p.Tokens.Input != 100 || *p.Cost != 0.5 {
 		t.Errorf("part 4 tokens %+v cost %v, want the first message's usage", p.Tokens, p.Cost)
 	}

@@ -134,13 +134,14 @@ func (b *Builder) RunTests(session, msg, path string, passed, failed int) []Item
 	return b.Tool(session, msg, "tests_run_tests", map[string]any{"test_path": path}, string(mustJSON(answer)))
 }
 
-// StepStart is OpenCode's step-start part (uncounted).
-func (b *Builder) StepStart(session, msg string) Item {
+// CallStart is OpenCode's "step-start" part, opening a model call (uncounted).
+func (b *Builder) CallStart(session, msg string) Item {
 	return b.Part(session, msg, "step-start", map[string]any{"snapshot": "0000"})
 }
 
-// StepFinish is OpenCode's step-finish part carrying token usage and cost.
-func (b *Builder) StepFinish(session, msg string, input, output int64, cost float64) Item {
+// CallFinish is OpenCode's "step-finish" part, closing a model call with its
+// token usage and cost.
+func (b *Builder) CallFinish(session, msg string, input, output int64, cost float64) Item {
 	return b.Part(session, msg, "step-finish", map[string]any{"reason": "stop", "cost": cost,
 		"tokens": map[string]any{"input": input, "output": output, "reasoning": 0,
 			"cache": map[string]any{"read": 0, "write": 0}}})
