@@ -224,19 +224,22 @@ func (s *Stream) connect(ctx context.Context) (*conn, Event, error) {
 		return nil, Event{}, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	// The idle timer also bounds a server that accepts but never answers.
+	idle := time.AfterFunc(s.opts.IdleTimeout, cancel)
 	resp, err := s.c.stream.Do(req)
 	if err != nil {
+		idle.Stop()
 		cancel()
 		return nil, Event{}, fmt.Errorf("GET /event: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		resp.Body.Close()
+		idle.Stop()
 		cancel()
 		return nil, Event{}, &APIError{Method: http.MethodGet, Path: "/event", Status: resp.StatusCode, Body: string(b)}
 	}
-	cn := &conn{r: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, cancel: cancel}
-	cn.idle = time.AfterFunc(s.opts.IdleTimeout, cancel)
+	cn := &conn{r: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, cancel: cancel, idle: idle}
 	ev, err := s.next(cn)
 	if err != nil {
 		cn.close()
