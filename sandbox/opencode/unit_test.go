@@ -465,3 +465,22 @@ func TestAttachCommandAndEnv(t *testing.T) {
 		t.Fatal("caller's OPENCODE_CONFIG leaked into the server")
 	}
 }
+
+// TestStreamIdleTimeout: a failure-injecting server that accepts the
+// subscription but never sends an event does not hang Subscribe.
+func TestStreamIdleTimeout(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer ts.Close()
+	start := time.Now()
+	_, err := NewClient(ts.URL, "pw").Subscribe(context.Background(), StreamOptions{IdleTimeout: 300 * time.Millisecond})
+	if err == nil {
+		t.Fatal("Subscribe succeeded without any event")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Subscribe took %v", d)
+	}
+}
