@@ -58,6 +58,9 @@ type launched struct {
 	// ReadToolOutput reads a truncated tool output the server saved in its
 	// own state folder (and nothing outside it).
 	ReadToolOutput func(path string) ([]byte, error)
+	// Secrets are the values that must never reach the trace: the server
+	// password, API keys, the scripted model's key, store credentials.
+	Secrets []string
 	// Stop stops every service and copies their logs, secrets redacted,
 	// into the trajectory's logs/ folder. Safe to call more than once.
 	Stop func(ctx context.Context) error
@@ -165,7 +168,8 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 		cfg.Providers = map[string]opencode.Provider{provider: p}
 	}
 
-	srv, err = opencode.Start(ctx, sb, opencode.ServerOptions{Binary: bin, Config: cfg, Env: env, Logger: spec.Logger})
+	srv, err = opencode.Start(ctx, sb, opencode.ServerOptions{Binary: bin, Config: cfg, Env: env, Logger: spec.Logger,
+		BaseEnv: agentBaseEnv()})
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +206,7 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 	l.RootSession = raw(session.Raw, session)
 	l.Attach = srv.AttachCommand(session.ID)
 	l.ReadToolOutput = readInside(filepath.Join(spec.SandboxDir, "opencode"))
+	l.Secrets = append(append(secrets, srv.Secrets()...), storeSecrets(os.Getenv)...)
 	return l, nil
 }
 

@@ -373,7 +373,7 @@ func (r *run) record(ctx context.Context) (res *Result, err error) {
 		RootSessionID: agent.RootSessionID, RootSession: agent.RootSession, Task: r.task,
 		MaxParts: r.opts.MaxParts, StartCommit: head.String(), AbortGrace: r.opts.AbortGrace, MaxEmptyTurns: r.opts.MaxEmptyTurns,
 		Now: r.opts.Now, Logger: r.log, AfterTurn: agent.AfterTurn, ReadToolOutput: agent.ReadToolOutput,
-	}, agent.Agent, repo, w, pub, r.opts.Reporter)
+	}, agent.Agent, repo, redactTrace(w, agent.Secrets), pub, r.opts.Reporter)
 	r.observeRecorded(loop)
 
 	lctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
