@@ -13,6 +13,7 @@
 //     with index, id, type and name followed by argument deltas, a chunk
 //     with finish_reason ("tool_calls" or "stop"), a chunk with empty
 //     choices and the usage, then "data: [DONE]". Usage is always sent.
+//   - GET /health answers 200 (readiness).
 //
 // # Script format
 //

@@ -67,12 +67,13 @@ type Server struct {
 	opts   Options
 	mux    *http.ServeMux
 
-	mu       sync.Mutex
-	next     int // index of the next response to play
-	seq      int // completions served, for ids
-	side     int
-	diverged int
-	logMu    sync.Mutex
+	mu        sync.Mutex
+	next      int // index of the next response to play
+	seq       int // completions served, for ids
+	side      int
+	diverged  int
+	exhausted int
+	logMu     sync.Mutex
 }
 
 // Status is a snapshot of a Server's progress.
@@ -81,6 +82,7 @@ type Status struct {
 	Remaining int // script responses not yet played
 	Side      int // side requests answered
 	Diverged  int // requests answered with a divergence message
+	Exhausted int // requests answered after the script ran out
 }
 
 // New returns a Server playing script.
@@ -102,7 +104,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Status{Played: s.next, Remaining: len(s.script.Responses) - s.next, Side: s.side, Diverged: s.diverged}
+	return Status{Played: s.next, Remaining: len(s.script.Responses) - s.next, Side: s.side,
+		Diverged: s.diverged, Exhausted: s.exhausted}
 }
 
 // BaseURL is the OpenAI base URL (ending in /v1) for a listener address.
@@ -117,7 +120,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_ = hs.Shutdown(sctx)
+			if hs.Shutdown(sctx) != nil {
+				_ = hs.Close() // a held-back (delay_ms) reply must not keep us alive
+			}
 		case <-done:
 		}
 	}()
@@ -197,6 +202,7 @@ func (s *Server) pick(req *chatRequest, body []byte) reply {
 		s.side++
 		rep.kind, rep.text = "side", s.opts.SideText
 	case s.next >= len(s.script.Responses):
+		s.exhausted++
 		rep.kind = "exhausted"
 		rep.text = fmt.Sprintf("Scripted model: the script %s is exhausted (all %d responses were played). Nothing more to do.",
 			s.script.Name, len(s.script.Responses))

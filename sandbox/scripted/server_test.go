@@ -302,7 +302,7 @@ func TestExhausted(t *testing.T) {
 			t.Errorf("exhausted reply %+v", got)
 		}
 	}
-	if st := srv.Status(); st.Played != 1 || st.Remaining != 0 {
+	if st := srv.Status(); st.Played != 1 || st.Remaining != 0 || st.Exhausted != 2 {
 		t.Errorf("status %+v", st)
 	}
 }
