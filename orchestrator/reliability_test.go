@@ -187,7 +187,7 @@ func TestFourAtOnce(t *testing.T) {
 	type runCase struct {
 		name, script string
 		storeURL     string
-		st           store.Store     // injected store (faults), else nil
+		st           store.Store // injected store (faults), else nil
 		fault        *storefault.FailingStore
 		res          *orchestrator.Result
 		err          error
