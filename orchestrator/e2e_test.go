@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +136,9 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 	tr, err := trace.Read(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left := leftovers(work); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
 	}
 	// Secrets appear nowhere in the trajectory folder.
 	if len(password) < 16 {
@@ -286,4 +291,89 @@ func TestEndToEndPartBudget(t *testing.T) {
 		t.Errorf("session_end = %+v, want part_limit at 7", e)
 	}
 	checkBundle(t, res, tr)
+}
+
+// leftovers lists processes whose command line or working folder mentions
+// dir: services of a trajectory that outlived it.
+func leftovers(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		stat, _ := os.ReadFile(filepath.Join(p, "stat"))
+		if strings.Contains(string(stat), ") Z ") {
+			continue // a zombie holds nothing
+		}
+		if bytes.Contains(cmd, []byte(dir)) || strings.HasPrefix(cwd, dir) {
+			out = append(out, p+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestEndToEndInterrupted stops `traj run` with SIGTERM after its first
+// part: the trajectory is finished cleanly (interrupted, final checkpoint,
+// bundle) and no service is left running.
+func TestEndToEndInterrupted(t *testing.T) {
+	bin := needOpenCode(t)
+	traj := needTraj(t)
+	work := t.TempDir()
+	cmd := exec.Command(traj, "run", "--task", "testdata/tasks/e2e", "--model", "scripted/demo",
+		"--script", "testdata/e2e.jsonl", "--max-parts", "50", "--store", work, "--opencode-bin", bin,
+		"--trajectory-id", "interrupted", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	dec := json.NewDecoder(stdout)
+	signalled := false
+	var last progress.Event
+	for {
+		var ev progress.Event
+		if err := dec.Decode(&ev); err != nil {
+			break
+		}
+		last = ev
+		if ev.Type == progress.PartDone && !signalled {
+			signalled = true
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit %v, want status 130\n%s", err, stderr.String())
+	}
+	if last.Type != progress.RunEnded || last.Reason != trace.EndInterrupted {
+		t.Errorf("last event %+v, want run_ended interrupted", last)
+	}
+	dir := filepath.Join(work, "trajectories", "interrupted")
+	raw, err := os.ReadFile(filepath.Join(dir, "agent_trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
+		t.Fatalf("trace does not validate: %v", probs)
+	}
+	tr, err := trace.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := tr.SessionEnd; e == nil || e.Reason != trace.EndInterrupted || e.TotalParts < 1 {
+		t.Errorf("session_end = %+v, want interrupted after at least one part", e)
+	}
+	checkBundle(t, &orchestrator.Result{Dir: dir}, tr)
+	if left := leftovers(work); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
 }
