@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// palette is colour-blind friendly (Okabe–Ito plus extras); series cycle
-// through it.
+// palette is colour-blind friendly (Okabe–Ito plus extras); series take
+// its colours in turn, wrapping around.
 var palette = [...]string{"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#7F7F7F", "#8C564B"}
 
 func color(i int) string { return palette[i%len(palette)] }
