@@ -11,7 +11,6 @@ import (
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/report"
 	"github.com/trajlab/traj/replay/source"
-	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
 )
 
@@ -24,18 +23,24 @@ type ReplayCmd struct {
 
 // replaySource names the trajectory to replay.
 type replaySource struct {
-	TrajectoryID string `name:"trajectory-id" short:"t" help:"Trajectory id in the store, a trajectory folder, or an agent_trace.json path."`
+	TrajectoryID string `name:"trajectory-id" short:"t" help:"Trajectory id in the store, a trajectory folder, an agent_trace.json path or an s3://…/trajectories/<id> URL."`
 	Store        string `help:"Store: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
 	Trace        string `type:"path" help:"A loose agent_trace.json (with --bundle) instead of --trajectory-id."`
 	Bundle       string `type:"path" help:"A loose repo.bundle (with --trace)."`
 }
 
-func (s replaySource) open(ctx context.Context) (*source.Trajectory, error) {
+func (s replaySource) open(ctx context.Context, g *Globals) (*source.Trajectory, error) {
 	t, err := source.Open(ctx, source.Request{
 		Ref: s.TrajectoryID, StoreURL: location.Choose(s.Store, os.Getenv),
 		TracePath: s.Trace, BundlePath: s.Bundle,
 	})
-	return t, usageExit(err)
+	if err != nil {
+		return nil, usageExit(err)
+	}
+	for _, w := range t.Warnings {
+		g.Logger.Warn(w)
+	}
+	return t, nil
 }
 
 // usageExit maps replay usage errors to exit code 2.
@@ -57,7 +62,7 @@ type ReplayCheckoutPartCmd struct {
 }
 
 func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx)
+	t, err := c.open(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -95,7 +100,7 @@ type ReplayEvaluateCmd struct {
 }
 
 func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx)
+	t, err := c.open(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -136,10 +141,8 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if err := replay.WriteFileAtomic(c.Output, data); err != nil {
 		return err
 	}
-	if t.InStore {
-		if err := t.Store.Save(ctx, store.EvaluationKey(t.ID), store.Bytes(data)); err != nil {
-			g.Logger.Warn("keep evaluation in the store", "trajectory", t.ID, "err", err)
-		}
+	if err := t.SaveEvaluation(ctx, data); err != nil {
+		g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
 	}
 	if c.HTML != "" {
 		if err := writeReportFile(c.HTML, report.Report{
@@ -170,7 +173,7 @@ type ReplayVerifyCmd struct {
 }
 
 func (c *ReplayVerifyCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx)
+	t, err := c.open(ctx, g)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 // Package source finds a trajectory's trace and git history from what a
-// user types: a trajectory id in a store, a trajectory folder, an
-// agent_trace.json path, or loose --trace/--bundle files.
+// user types — a trajectory id in a store, a trajectory folder, an
+// agent_trace.json path, an s3://…/trajectories/<id> URL (all resolved by
+// trace/store/ref, which also rebuilds a trace from its chunks and falls
+// back to the history/ bundles of a run that did not finish), or loose
+// --trace/--bundle files — and opens the store evaluation results are
+// cached in.
 package source
 
 import (
@@ -8,31 +12,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // Request names a trajectory.
 type Request struct {
-	// Ref is a trajectory id in the store, a trajectory folder or an
-	// agent_trace.json path.
+	// Ref is a trajectory id in the store, a trajectory folder, an
+	// agent_trace.json path or an s3://…/trajectories/<id> URL.
 	Ref string
-	// StoreURL is the store (location.Choose has applied defaults).
+	// StoreURL is the store for bare ids and for the evaluation cache of
+	// trajectories not read from a store (location.Choose applies the
+	// defaults).
 	StoreURL string
 	// TracePath and BundlePath are loose files; they win over Ref.
 	TracePath, BundlePath string
-	// TempDir holds a bundle downloaded from a remote store.
-	TempDir string
+	// CacheDir holds downloads from remote stores (ref.Options.CacheDir).
+	CacheDir string
 }
 
 // Trajectory is an opened trajectory.
@@ -40,210 +43,128 @@ type Trajectory struct {
 	ID      string
 	Trace   *trace.Trace
 	History *githistory.History
-	// Store is the store the trajectory was read from, or the store named
-	// by StoreURL for loose files; evaluation results are cached there.
+	// Store keeps the evaluation cache: the store the trajectory was read
+	// from, or the one StoreURL names.
 	Store store.Store
-	// InStore is true when the trajectory lives in Store under its id.
-	InStore bool
-	// Protected are the folders the trajectory was read from; outputs must
-	// not be written inside them.
+	// Protected are local folders the trajectory was read from; outputs
+	// must not be written inside them.
 	Protected []string
-	cleanup   []string
+	// Warnings say what was degraded (a trace rebuilt from chunks with a
+	// gap, …).
+	Warnings []string
+
+	// evalStore/evalKey is where the evaluation report is kept ("" for
+	// loose files).
+	evalStore store.Store
+	evalKey   string
 }
 
-// Close removes downloaded files.
+// Close releases the history's export clone.
 func (t *Trajectory) Close() error {
-	var errs []error
 	if t.History != nil {
-		errs = append(errs, t.History.Close())
+		return t.History.Close()
 	}
-	for _, p := range t.cleanup {
-		if err := os.RemoveAll(p); err != nil {
-			errs = append(errs, err)
-		}
+	return nil
+}
+
+// SaveEvaluation keeps an evaluate report beside the trajectory's objects
+// (trajectories/<id>/evaluation.json in a store, evaluation.json in a
+// trajectory folder), where traj report finds it. Loose files keep none.
+func (t *Trajectory) SaveEvaluation(ctx context.Context, data []byte) error {
+	if t.evalStore == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	if err := t.evalStore.Save(ctx, t.evalKey, store.Bytes(data)); err != nil {
+		return fmt.Errorf("keep evaluation of %s: %w", t.ID, err)
+	}
+	return nil
 }
 
 // Open resolves req.
 func Open(ctx context.Context, req Request) (*Trajectory, error) {
-	if location.Scheme(req.Ref) != "" {
-		storeURL, id, ok := SplitTrajectoryURL(req.Ref)
-		if !ok {
-			return nil, replay.UsageError("%s is not a trajectory URL (want s3://bucket/prefix/trajectories/<id>)", req.Ref)
-		}
-		req.Ref, req.StoreURL = id, storeURL
-	}
-	st, err := location.Open(ctx, req.StoreURL, location.Options{})
-	if err != nil {
-		return nil, err
-	}
 	if req.TracePath != "" || req.BundlePath != "" {
 		if req.TracePath == "" || req.BundlePath == "" {
 			return nil, replay.UsageError("--trace and --bundle go together")
 		}
-		return openFiles(ctx, req.TracePath, []string{req.BundlePath}, st)
+		return openFiles(ctx, req)
 	}
 	if req.Ref == "" {
 		return nil, replay.UsageError("give --trajectory-id, or --trace and --bundle")
 	}
-	if fi, err := os.Stat(req.Ref); err == nil {
-		dir, tracePath := req.Ref, filepath.Join(req.Ref, store.TraceName)
-		if !fi.IsDir() {
-			dir, tracePath = filepath.Dir(req.Ref), req.Ref
-		}
-		return openFolder(ctx, dir, tracePath, st)
-	}
-	return openFromStore(ctx, st, req)
-}
-
-// SplitTrajectoryURL splits a trajectory URL
-// (scheme://bucket/prefix/trajectories/<id>, optionally ending in
-// /agent_trace.json, query kept with the store) into the store URL and the
-// id.
-func SplitTrajectoryURL(raw string) (storeURL, id string, ok bool) {
-	u, err := url.Parse(raw)
+	rt, err := ref.Resolve(ctx, req.Ref, req.StoreURL, ref.Options{CacheDir: req.CacheDir})
 	if err != nil {
-		return "", "", false
+		// Resolve fails on what the user typed: an unknown id, a path
+		// that is not a trajectory, a malformed URL.
+		return nil, replay.UsageError("%v", err)
 	}
-	p := strings.TrimSuffix(u.Path, "/")
-	p = strings.TrimSuffix(p, "/"+store.TraceName)
-	const marker = "/" + store.TrajectoriesDir
-	i := strings.LastIndex(p, marker)
-	if i < 0 {
-		return "", "", false
+	t := &Trajectory{ID: rt.ID, evalStore: rt.Store, evalKey: rt.Prefix + store.EvaluationName}
+	tracePath, rebuilt, err := rt.TracePath(ctx)
+	switch {
+	case errors.Is(err, ref.ErrPartial):
+		t.Warnings = append(t.Warnings, err.Error())
+	case err != nil:
+		return nil, notFoundIsUsage(err)
+	case rebuilt:
+		t.Warnings = append(t.Warnings, fmt.Sprintf("trajectory %s has no %s; its trace was rebuilt from the uploaded chunks", rt.ID, store.TraceName))
 	}
-	id = p[i+len(marker):]
-	if id == "" || strings.Contains(id, "/") {
-		return "", "", false
+	if t.Trace, err = replay.ReadTraceFile(tracePath); err != nil {
+		return nil, err
 	}
-	u.Path, u.RawPath = p[:i], ""
-	return u.String(), id, true
+	if t.Trace.TrajectoryID != "" {
+		t.ID = t.Trace.TrajectoryID
+	}
+	bundles, err := rt.BundlePaths(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the full bundle is written when the run ends; history/ bundles after each checkpoint)", err)
+	}
+	if t.History, err = githistory.Open(ctx, bundles...); err != nil {
+		return nil, err
+	}
+	if lp, ok := store.AsLocal(rt.Store); ok {
+		if p, err := lp.LocalPath(rt.Prefix + store.TraceName); err == nil {
+			t.Protected = append(t.Protected, filepath.Dir(p))
+		}
+	}
+	// A trajectory read from a store caches there; one read from a folder
+	// or file caches in the store StoreURL names.
+	t.Store = rt.Store
+	if rt.Prefix == "" {
+		if t.Store, err = location.Open(ctx, req.StoreURL, location.Options{}); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
-func openFiles(ctx context.Context, tracePath string, bundles []string, st store.Store) (*Trajectory, error) {
-	tr, err := replay.ReadTraceFile(tracePath)
+func notFoundIsUsage(err error) error {
+	if errors.Is(err, ref.ErrNotFound) {
+		return replay.UsageError("%v", err)
+	}
+	return err
+}
+
+func openFiles(ctx context.Context, req Request) (*Trajectory, error) {
+	tr, err := replay.ReadTraceFile(req.TracePath)
 	if err != nil {
 		return nil, err
 	}
-	h, err := githistory.Open(ctx, bundles...)
+	h, err := githistory.Open(ctx, req.BundlePath)
 	if err != nil {
+		return nil, err
+	}
+	st, err := location.Open(ctx, req.StoreURL, location.Options{})
+	if err != nil {
+		h.Close()
 		return nil, err
 	}
 	t := &Trajectory{ID: tr.TrajectoryID, Trace: tr, History: h, Store: st}
-	for _, p := range append([]string{tracePath}, bundles...) {
+	for _, p := range []string{req.TracePath, req.BundlePath} {
 		if abs, err := filepath.Abs(filepath.Dir(p)); err == nil && !slices.Contains(t.Protected, abs) {
 			t.Protected = append(t.Protected, abs)
 		}
 	}
 	return t, nil
-}
-
-// openFolder opens a trajectory folder: its repo.bundle, or when the run
-// has not finished, the chain of history/<part>.bundle files.
-func openFolder(ctx context.Context, dir, tracePath string, st store.Store) (*Trajectory, error) {
-	full := filepath.Join(dir, store.BundleName)
-	if _, err := os.Stat(full); err == nil {
-		return openFiles(ctx, tracePath, []string{full}, st)
-	}
-	chain, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
-	if len(chain) == 0 {
-		return nil, fmt.Errorf("%s has no %s and no %s*.bundle (the full bundle is written when the run ends)", dir, store.BundleName, store.HistoryDir)
-	}
-	sort.Strings(chain) // zero-padded part numbers: lexical order is part order
-	return openFiles(ctx, tracePath, chain, st)
-}
-
-func openFromStore(ctx context.Context, st store.Store, req Request) (*Trajectory, error) {
-	id := req.Ref
-	if err := store.ValidateID(id); err != nil {
-		return nil, replay.UsageError("%v", err)
-	}
-	var tr *trace.Trace
-	err := st.Load(ctx, store.TraceKey(id), func(r io.Reader) error {
-		var err error
-		tr, err = trace.Read(r)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, replay.UsageError("trajectory %s not found in store %s (no %s)", id, req.StoreURL, store.TraceKey(id))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read trace of %s: %w", id, err)
-	}
-	t := &Trajectory{ID: id, Trace: tr, Store: st, InStore: true}
-	if lp, ok := store.AsLocal(st); ok {
-		// Never write a checkout into the trajectory's own folder.
-		if p, err := lp.LocalPath(store.TraceKey(id)); err == nil {
-			t.Protected = append(t.Protected, filepath.Dir(p))
-		}
-	}
-	keys := []string{store.BundleKey(id)}
-	if _, err := st.Stat(ctx, store.BundleKey(id)); errors.Is(err, store.ErrNotFound) {
-		// The run has not finished (or died): rebuild from the chain of
-		// incremental bundles written after each checkpoint.
-		keys = nil
-		err := st.List(ctx, store.HistoryPrefix(id), func(fi store.FileInfo) error {
-			if strings.HasSuffix(fi.Key, ".bundle") {
-				keys = append(keys, fi.Key)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list history bundles of %s: %w", id, err)
-		}
-		if len(keys) == 0 {
-			return nil, fmt.Errorf("trajectory %s has no %s and no history bundles (the full bundle is written when the run ends)", id, store.BundleKey(id))
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("look up bundle of %s: %w", id, err)
-	}
-	var paths []string
-	for _, key := range keys {
-		p, err := t.localCopy(ctx, st, key, req.TempDir)
-		if err != nil {
-			t.Close()
-			return nil, err
-		}
-		paths = append(paths, p)
-	}
-	h, err := githistory.Open(ctx, paths...)
-	if err != nil {
-		t.Close()
-		return nil, err
-	}
-	t.History = h
-	return t, nil
-}
-
-// localCopy returns a local file holding key: the store's own file for a
-// local store, else a download into tempDir removed by Close.
-func (t *Trajectory) localCopy(ctx context.Context, st store.Store, key, tempDir string) (string, error) {
-	if lp, ok := store.AsLocal(st); ok {
-		return lp.LocalPath(key)
-	}
-	f, err := os.CreateTemp(tempDir, "traj-bundle-*")
-	if err != nil {
-		return "", fmt.Errorf("download %s: %w", key, err)
-	}
-	t.cleanup = append(t.cleanup, f.Name())
-	err = st.Load(ctx, key, func(r io.Reader) error {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		if err := f.Truncate(0); err != nil {
-			return err
-		}
-		_, err := io.Copy(f, r)
-		return err
-	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("download %s: %w", key, err)
-	}
-	return f.Name(), nil
 }
 
 // Cache returns the evaluation cache kept in st at store.EvalCacheKey.

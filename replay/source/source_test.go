@@ -102,10 +102,11 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"nothing named", source.Request{StoreURL: st}, true, "--trajectory-id"},
 		{"unknown id", source.Request{Ref: "nope", StoreURL: st}, true, "not found in store"},
-		{"traversal in id", source.Request{Ref: "../../etc", StoreURL: st}, true, "trajectory id"},
+		{"traversal in id", source.Request{Ref: "../../etc", StoreURL: st}, true, "no such file or folder"},
+		{"folder that is no trajectory", source.Request{Ref: st, StoreURL: st}, true, "not a trajectory folder"},
 		{"trace without bundle flag", source.Request{TracePath: tj.TracePath, StoreURL: st}, true, "--trace and --bundle"},
 		{"folder without bundles", source.Request{Ref: noBundle, StoreURL: st}, false, "no repo.bundle"},
-		{"URL that names no trajectory", source.Request{Ref: "s3://bucket/some/thing", StoreURL: st}, true, "not a trajectory URL"},
+		{"URL that names no trajectory", source.Request{Ref: "s3://bucket/some/thing", StoreURL: st}, true, "want s3://bucket/prefix/trajectories/<id>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,22 +115,6 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one mentioning %q (usage %v)", err, tt.want, tt.usage)
 			}
 		})
-	}
-}
-
-func TestSplitTrajectoryURL(t *testing.T) {
-	tests := []struct{ in, store, id string }{
-		{"s3://bucket/trajectories/abc", "s3://bucket", "abc"},
-		{"s3://bucket/team/runs/trajectories/abc/", "s3://bucket/team/runs", "abc"},
-		{"s3://bucket/p/trajectories/abc/agent_trace.json?endpoint=http%3A%2F%2F127.0.0.1%3A9000", "s3://bucket/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000", "abc"},
-		{"s3://bucket/p/trajectories/", "", ""},
-		{"s3://bucket/p/trajectories/a/b", "", ""},
-	}
-	for _, tt := range tests {
-		st, id, ok := source.SplitTrajectoryURL(tt.in)
-		if st != tt.store || id != tt.id || ok != (tt.id != "") {
-			t.Errorf("SplitTrajectoryURL(%q) = %q, %q, %v", tt.in, st, id, ok)
-		}
 	}
 }
 
@@ -150,15 +135,15 @@ func TestOpenFromS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	u, _, _ := strings.Cut(storeURL, "?")
-	_, q, _ := strings.Cut(storeURL, "?")
-	tmp := t.TempDir()
-	tr, err := source.Open(ctx, source.Request{Ref: u + "/trajectories/" + tj.ID + "?" + q, TempDir: tmp})
+	u, q, _ := strings.Cut(storeURL, "?")
+	cache := t.TempDir()
+	tr, err := source.Open(ctx, source.Request{Ref: u + "/trajectories/" + tj.ID + "?" + q, CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.ID != tj.ID || !tr.InStore {
-		t.Fatalf("opened %s (in store %v)", tr.ID, tr.InStore)
+	defer tr.Close()
+	if tr.ID != tj.ID || tr.Store == nil || len(tr.Protected) != 0 {
+		t.Fatalf("opened %s, protected %v", tr.ID, tr.Protected)
 	}
 	dest := filepath.Join(t.TempDir(), "co")
 	if _, err := replay.CheckoutPart(ctx, tr.Trace, tr.History, replay.CheckoutRequest{Part: 8, Dest: dest}); err != nil {
@@ -167,13 +152,18 @@ func TestOpenFromS3(t *testing.T) {
 	if head := replaytest.Git(t, dest, "rev-parse", "HEAD"); head != tj.Commits[7] {
 		t.Fatalf("HEAD %s", head)
 	}
-	if entries, _ := os.ReadDir(tmp); len(entries) != 1 {
-		t.Fatalf("download folder holds %d files, want the bundle", len(entries))
-	}
-	if err := tr.Close(); err != nil {
+	// The evaluation report and the cache go to the S3 store.
+	if err := tr.SaveEvaluation(ctx, []byte(`{"trajectory_id":"traj-s3"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
-		t.Fatal("Close left the downloaded bundle behind")
+	if _, err := st.Stat(ctx, store.EvaluationKey(tj.ID)); err != nil {
+		t.Fatalf("evaluation not kept in the S3 store: %v", err)
+	}
+	c := source.Cache(tr.Store)
+	if err := c.Put(ctx, "k", replay.CacheEntry{Tree: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(ctx, store.EvalCacheKey("k")); err != nil {
+		t.Fatalf("cache entry not in the S3 store: %v", err)
 	}
 }
