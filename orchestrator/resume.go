@@ -80,6 +80,9 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 	if sum.parts >= opts.MaxParts {
 		return nil, fmt.Errorf("resume %s: %d parts recorded, the budget is %d: give a larger --max-parts", id, sum.parts, opts.MaxParts)
 	}
+	if err := preflight(opts, tk); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", id, err)
+	}
 	if st.Workspace == "" || st.SandboxDir == "" {
 		return nil, fmt.Errorf("resume %s: run state has no workspace or sandbox folder", id)
 	}

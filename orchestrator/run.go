@@ -201,6 +201,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := r.openStore(ctx); err != nil {
 		return nil, err
 	}
+	if err := preflight(opts, tk); err != nil {
+		return nil, err
+	}
 	if err := r.makeFolders(ctx); err != nil {
 		return nil, err
 	}

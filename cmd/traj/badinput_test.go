@@ -172,6 +172,10 @@ func TestBadInput(t *testing.T) {
 	if err := os.MkdirAll(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	e2eTask, err := filepath.Abs("../../orchestrator/testdata/tasks/e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(cwd)
 
 	checkout := func(ref string, part string, dest string) []string {
@@ -262,11 +266,18 @@ func TestBadInput(t *testing.T) {
 		// Bad run flags.
 		{"run trajectory id ..", []string{"run", "--model", "scripted/demo", "--max-parts", "3", "--store", st, "--trajectory-id", ".."}, 0, "trajectory id"},
 		{"run trajectory id with slash", []string{"run", "--model", "scripted/demo", "--max-parts", "3", "--store", st, "--trajectory-id", "a/../../b"}, 0, "trajectory id"},
-		{"run existing trajectory id", []string{"run", "--model", "scripted/demo", "--max-parts", "3", "--store", st, "--trajectory-id", tj.ID}, 0, "already exists"},
+		{"run existing trajectory id", []string{"run", "--task", e2eTask, "--model", "scripted/demo", "--script", script("ok5.jsonl", `{"text":"a"}`+"\n"),
+			"--opencode-bin", "/bin/true", "--max-parts", "3", "--store", st, "--trajectory-id", tj.ID}, 0, "already exists"},
 		{"run zero budget", []string{"run", "--model", "scripted/demo", "--max-parts", "0", "--store", st}, 2, "--max-parts"},
 		{"run model without provider", []string{"run", "--model", "demo", "--max-parts", "3", "--store", st, "--work-dir", out}, 0, "PROVIDER/MODEL"},
 		{"run script for another provider", []string{"run", "--model", "openai/gpt", "--script", script("ok2.jsonl", `{"text":"a"}`+"\n"),
 			"--max-parts", "3", "--store", st, "--work-dir", out}, 0, "--script"},
+		{"run malformed script", []string{"run", "--task", e2eTask, "--model", "scripted/demo", "--script", script("run-bad.jsonl", "{\"text\":\"a\"}\n{\"text\":\n"),
+			"--opencode-bin", "/bin/true", "--max-parts", "3", "--store", st, "--work-dir", filepath.Join(out, "work")}, 0, "run-bad.jsonl:2"},
+		{"run without OpenCode", []string{"run", "--task", e2eTask, "--model", "scripted/demo", "--script", script("ok3.jsonl", `{"text":"a"}`+"\n"),
+			"--max-parts", "3", "--store", st, "--work-dir", filepath.Join(out, "work"), "--opencode-bin", filepath.Join(root, "absent", "opencode")}, 0, "opencode"},
+		{"run without fixtures", []string{"run", "--task", "c-compiler", "--model", "scripted/demo", "--script", script("ok4.jsonl", `{"text":"a"}`+"\n"),
+			"--opencode-bin", "/bin/true", "--max-parts", "3", "--store", st, "--work-dir", filepath.Join(out, "work"), "--tests-dir", ws}, 0, "test paths"},
 		{"run unknown task", []string{"run", "--task", "no-such-task", "--model", "scripted/demo", "--max-parts", "3", "--store", st, "--work-dir", out}, 0, "no-such-task"},
 	}
 	before := snapshotTree(t, root)
