@@ -95,6 +95,8 @@ type pending struct {
 	seq  int
 	raw  json.RawMessage
 	info partInfo
+	// started is set once a tool part was seen running.
+	started bool
 }
 
 // capture turns the server's event stream into counted parts. It keeps
@@ -130,6 +132,8 @@ type capture struct {
 
 	// lateUpdates counts updates of parts already written (ignored).
 	lateUpdates int
+	// onToolStart, when set, is told when a tool part starts running.
+	onToolStart func(*partInfo)
 }
 
 type orphan struct {
@@ -242,6 +246,12 @@ func (c *capture) part(raw json.RawMessage) {
 		c.open[info.ID] = p
 	}
 	p.raw, p.info = raw, info
+	if !p.started && info.Type == "tool" && info.State != nil && info.State.Status == "running" {
+		p.started = true
+		if c.onToolStart != nil {
+			c.onToolStart(&p.info)
+		}
+	}
 	c.classify(p)
 }
 

@@ -110,6 +110,10 @@ func NewLoop(cfg LoopConfig, agent Agent, repo Checkpointer, w TraceWriter, pub 
 	if cfg.RootSession != nil {
 		l.capture.session(cfg.RootSession)
 	}
+	l.capture.onToolStart = func(p *partInfo) {
+		l.report(progress.Event{Type: progress.ToolStarted, Part: l.parts, MaxParts: l.cfg.MaxParts, Turn: l.turns,
+			SessionID: p.SessionID, Tool: p.Tool})
+	}
 	return l
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/agenttest"
+	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
@@ -34,7 +36,10 @@ type harness struct {
 	workspace string
 	tracePath string
 	pub       *published
+	events    []progress.Event
 }
+
+func (h *harness) Report(ev progress.Event) { h.events = append(h.events, ev) }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
@@ -73,7 +78,7 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 	defer w.Close()
 	root := h.b.Session(h.root, "")
 	loop := orchestrator.NewLoop(orchestrator.LoopConfig{RootSessionID: h.root, RootSession: root.Event.Data,
-		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second}, agent, repo, w, h.pub, nil)
+		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second}, agent, repo, w, h.pub, h)
 	out, err := loop.Run(ctx)
 	if err != nil {
 		h.t.Fatalf("loop: %v", err)
@@ -255,6 +260,23 @@ func TestLoopRecordsPartsInOrder(t *testing.T) {
 	}
 	if len(parts[0].NewMessages) != 2 { // the user prompt and the first answer
 		t.Errorf("part 1 new_messages = %d, want 2", len(parts[0].NewMessages))
+	}
+	// Progress: every part reported in order, tool starts before their parts.
+	var seq []string
+	for _, ev := range h.events {
+		switch ev.Type {
+		case progress.PartDone:
+			seq = append(seq, fmt.Sprintf("part%d", ev.Part))
+		case progress.ToolStarted:
+			seq = append(seq, "start:"+ev.Tool)
+		case progress.TurnStarted, progress.TurnEnded:
+			seq = append(seq, ev.Type)
+		}
+	}
+	wantSeq := "turn_started part1 start:write part2 start:tests_run_tests part3 part4 turn_ended " +
+		"turn_started start:edit part5 start:tests_run_tests part6 start:tests_run_tests part7 turn_ended"
+	if got := strings.Join(seq, " "); got != wantSeq {
+		t.Errorf("progress events\n got %s\nwant %s", got, wantSeq)
 	}
 	checkNothingLost(t, agent, root, tr)
 }

@@ -6,6 +6,7 @@
 //	run_started   trajectory_id, dir (local trajectory folder), attach (the
 //	              `opencode attach` command), max_parts, model, task
 //	turn_started  turn, part (parts so far)
+//	tool_started  tool, session_id, part (parts so far), turn: a tool began
 //	part          part, max_parts, turn, session_id, part_type, tool,
 //	              committed, git_commit, tokens (total so far), cost
 //	tests         part, tests {path, passed, failed, total, error}
@@ -33,6 +34,7 @@ import (
 const (
 	RunStarted  = "run_started"
 	TurnStarted = "turn_started"
+	ToolStarted = "tool_started"
 	PartDone    = "part"
 	Tests       = "tests"
 	TurnEnded   = "turn_ended"
@@ -142,6 +144,8 @@ func (l Log) Report(ev Event) {
 		}
 	case TurnStarted:
 		l.L.Info("turn started", "turn", ev.Turn, "parts", ev.Part)
+	case ToolStarted:
+		l.L.Debug("tool started", "tool", ev.Tool, "session", ev.SessionID, "parts", ev.Part)
 	case PartDone:
 		lvl := slog.LevelDebug
 		if ev.Committed || ev.Part%10 == 0 || ev.Part == ev.MaxParts {
@@ -215,6 +219,8 @@ func (l *Line) Report(ev Event) {
 		}
 	case TurnStarted:
 		l.state.Turn = ev.Turn
+	case ToolStarted:
+		l.state.Tool = ev.Tool + "…"
 	case PartDone:
 		l.state.Part, l.state.Turn = ev.Part, ev.Turn
 		l.state.TokensTotal = ev.TokensTotal
