@@ -180,6 +180,8 @@ type Line struct {
 	state   Event
 	best    *TestStatus
 	lastLen int
+	started bool // run_started seen
+	ended   bool // run_ended seen: nothing more to draw
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -211,7 +213,7 @@ func (l *Line) Report(ev Event) {
 	defer l.mu.Unlock()
 	switch ev.Type {
 	case RunStarted:
-		l.start = ev.Time
+		l.started = true
 		l.state.MaxParts = ev.MaxParts
 		l.printAbove(fmt.Sprintf("trajectory %s → %s", ev.TrajectoryID, ev.Dir))
 		if ev.Attach != "" {
@@ -238,6 +240,7 @@ func (l *Line) Report(ev Event) {
 	case RunEnded:
 		l.state.Part = ev.Part
 		l.draw()
+		l.ended = true
 		l.printAbove(fmt.Sprintf("run ended: %s after %d parts, %d turns", ev.Reason, ev.Part, ev.Turn))
 		return
 	}
@@ -251,10 +254,21 @@ func (l *Line) printAbove(s string) {
 }
 
 func (l *Line) draw() {
+	if l.ended {
+		return
+	}
 	s := l.state
-	line := fmt.Sprintf("part %d/%d · turn %d · %s · tests %s · %s tok · %s",
-		s.Part, s.MaxParts, s.Turn, orDash(s.Tool), l.best.String(), humanCount(s.TokensTotal),
-		l.now().Sub(l.start).Truncate(time.Second))
+	elapsed := l.now().Sub(l.start).Truncate(time.Second)
+	if !l.started {
+		l.put(fmt.Sprintf("starting the sandbox and the agent server · %s", elapsed))
+		return
+	}
+	l.put(fmt.Sprintf("part %d/%d · turn %d · %s · tests %s · %s tok · %s",
+		s.Part, s.MaxParts, s.Turn, orDash(s.Tool), l.best.String(), humanCount(s.TokensTotal), elapsed))
+}
+
+// put replaces the status line with line.
+func (l *Line) put(line string) {
 	pad := ""
 	if n := len([]rune(line)); n < l.lastLen {
 		pad = strings.Repeat(" ", l.lastLen-n)
@@ -269,7 +283,9 @@ func (l *Line) Close() {
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintln(l.w)
+	if !l.ended {
+		fmt.Fprintln(l.w)
+	}
 }
 
 func orDash(s string) string {
