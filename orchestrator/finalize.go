@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -125,8 +126,28 @@ func finalizeTrace(ctx context.Context, l *Located, opts FinalizeOptions, res *F
 		opts.Logger.Warn("remove trace shadow", "err", err)
 	}
 	res.End, res.Artifacts = end, artifacts
+	keepLogs(l, opts.Logger)
 	l.State.Status, l.State.EndedAt, l.State.Reason, l.State.PID = "finished", end.EndedAt, end.Reason, 0
 	return saveRunState(l)
+}
+
+// keepLogs copies the services' logs of a run that died before it could
+// copy them itself into the trajectory's logs/, secrets redacted (the
+// server password left in the sandbox, store credentials).
+func keepLogs(l *Located, log *slog.Logger) {
+	dst := filepath.Join(l.Dir, filepath.FromSlash(store.LogsDir))
+	if ents, _ := os.ReadDir(dst); len(ents) > 0 || l.State.SandboxDir == "" {
+		return
+	}
+	secrets := storeSecrets(os.Getenv)
+	if pw, err := os.ReadFile(opencode.PasswordFile(l.State.SandboxDir)); err == nil {
+		secrets = append(secrets, strings.TrimSpace(string(pw)))
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		log.Warn("keep logs", "err", err)
+		return
+	}
+	copyLogs(filepath.Join(l.State.SandboxDir, "logs"), dst, secrets, log)
 }
 
 // finishedState brings run.json up to date with a trace that already has
