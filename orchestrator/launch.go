@@ -295,6 +295,8 @@ func translate(ev opencode.Event) (Event, bool) {
 		}
 	case opencode.EventSessionIdle:
 		return Event{Kind: EventStatus, SessionID: ev.SessionID}, true
+	case opencode.EventStreamReconnected:
+		return Event{Kind: EventResync}, true
 	case opencode.EventSessionError:
 		var p struct {
 			Error json.RawMessage `json:"error"`

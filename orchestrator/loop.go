@@ -281,6 +281,21 @@ func (l *Loop) follow(ctx context.Context) (string, string, error) {
 				return "", "", nil
 			}
 			continue
+		case EventResync:
+			over, err := l.resync(ctx)
+			if err != nil {
+				return "", "", err
+			}
+			if over {
+				return "", "", nil
+			}
+			if l.capture.frozen {
+				if err := l.abortAndSettle(ctx); err != nil {
+					return "", "", err
+				}
+				return l.frozenReason(), l.envoiErr, nil
+			}
+			continue
 		case EventError:
 			if ev.SessionID == root || ev.SessionID == "" {
 				if !l.aborted {
@@ -449,13 +464,31 @@ func (l *Loop) abortAndSettle(ctx context.Context) error {
 // reconcile lists the session family's messages once the turn settled and
 // handles anything the event stream missed, as if it had arrived last.
 func (l *Loop) reconcile(ctx context.Context) error {
+	_, err := l.catchUp(ctx, "after turn")
+	return err
+}
+
+// resync catches up after the event stream was interrupted, and reports
+// whether the turn is over already (its idle event may have been lost).
+func (l *Loop) resync(ctx context.Context) (bool, error) {
+	l.log.Warn("event stream interrupted; listing messages to catch up", "turn", l.turns)
+	return l.catchUp(ctx, "after the event stream resumed")
+}
+
+// catchUp feeds a snapshot of the session family to the capture and
+// records what became ready. It reports whether the root session's latest
+// exchange is finished: after the last user message (this turn's prompt)
+// the last message is an assistant message that completed and does not
+// wait for tool results.
+func (l *Loop) catchUp(ctx context.Context, when string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ReconcileTimeout)
 	defer cancel()
 	snap, err := l.agent.Snapshot(ctx, l.cfg.RootSessionID)
 	if err != nil {
-		l.log.Warn("list messages after turn", "turn", l.turns, "err", err)
-		return nil
+		l.log.Warn("list messages "+when, "turn", l.turns, "err", err)
+		return false, nil
 	}
+	over := false
 	for _, s := range snap {
 		l.capture.session(s.Info)
 		for _, m := range s.Messages {
@@ -464,18 +497,53 @@ func (l *Loop) reconcile(ctx context.Context) error {
 				l.capture.part(p)
 			}
 		}
+		if len(s.Messages) > 0 && sessionID(s.Info) == l.cfg.RootSessionID {
+			over = exchangeOver(s.Messages[len(s.Messages)-1].Info)
+		}
 	}
 	if l.capture.frozen {
-		return nil
+		return over, nil
 	}
 	stop, err := l.recordReady(ctx)
 	if err != nil {
-		return err
+		return over, err
 	}
 	if stop != "" {
 		l.capture.frozen = true
 	}
-	return nil
+	return over, nil
+}
+
+// frozenReason is the end reason once counting stopped inside a turn.
+func (l *Loop) frozenReason() string {
+	if l.envoiErr != "" {
+		return trace.EndEnvoiError
+	}
+	return trace.EndPartLimit
+}
+
+func sessionID(info json.RawMessage) string {
+	var s sessionInfo
+	_ = json.Unmarshal(info, &s)
+	return s.ID
+}
+
+// exchangeOver reports whether a session's last message shows its work is
+// done: an assistant message that completed, with an error or a finish
+// other than "tool-calls" (which means more model calls follow).
+func exchangeOver(last json.RawMessage) bool {
+	var m struct {
+		Role string `json:"role"`
+		Time struct {
+			Completed json.Number `json:"completed"`
+		} `json:"time"`
+		Finish string          `json:"finish"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(last, &m) != nil || m.Role != "assistant" || m.Time.Completed == "" {
+		return false
+	}
+	return len(m.Error) > 0 && string(m.Error) != "null" || m.Finish != "" && m.Finish != "tool-calls"
 }
 
 func (l *Loop) report(ev progress.Event) {

@@ -486,3 +486,33 @@ func TestTestStatusFromEnclosingPaths(t *testing.T) {
 		t.Errorf("reason %s after %d parts, want solved by the run of all", out.Reason, out.Parts)
 	}
 }
+
+// TestLoopResyncFindsTurnOver: the stream lost the idle event and some
+// parts; after it resumed, the message list shows the exchange is over.
+func TestLoopResyncFindsTurnOver(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	m, it := b.Message(root, "assistant")
+	turn := agenttest.Turn{it}
+	turn = append(turn, b.Text(root, m, "first")...)
+	lost := b.Text(root, m, "lost in the gap")
+	for i := range lost {
+		lost[i].Hidden = true
+	}
+	turn = append(turn, lost...)
+	finish := b.Finish(root, m, "stop")
+	finish.Hidden = true
+	turn = append(turn, finish)
+	agent := agenttest.New(b, turn)
+	agent.LoseIdle = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, tr := h.run(ctx, agent, 2)
+	if out.Reason != trace.EndPartLimit || out.Parts != 2 || len(tr.Turns) != 1 || len(tr.Turns[0].Parts) != 2 {
+		t.Fatalf("reason %s with %d parts; want the turn to end after resync with both parts", out.Reason, out.Parts)
+	}
+	if agent.Aborts() != 0 {
+		t.Errorf("aborted %d times; the turn was over, nothing to abort", agent.Aborts())
+	}
+	checkNothingLost(t, agent, root, tr)
+}

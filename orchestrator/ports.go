@@ -25,6 +25,9 @@ const (
 	// EventError: the server reported an error for SessionID; Data is the
 	// error object, Detail a readable summary.
 	EventError
+	// EventResync: the event stream was interrupted and resumed; events may
+	// have been lost (the loop lists the messages to catch up).
+	EventResync
 )
 
 func (k EventKind) String() string {
@@ -39,6 +42,8 @@ func (k EventKind) String() string {
 		return "status"
 	case EventError:
 		return "error"
+	case EventResync:
+		return "resync"
 	}
 	return "unknown"
 }

@@ -47,6 +47,9 @@ type Agent struct {
 	// GoneAfter, when > 0, makes Next fail with ErrAgentGone after that
 	// many delivered events (a server that died).
 	GoneAfter int
+	// LoseIdle drops each turn's final idle event from the stream and
+	// sends a resync event instead, as after a reconnection that missed it.
+	LoseIdle bool
 
 	mu    sync.Mutex
 	turns []Stream
@@ -127,6 +130,9 @@ func (a *Agent) Prompt(ctx context.Context, sessionID, text string) error {
 	msgID, msg := a.b.Message(sessionID, "user")
 	a.queue = append(a.queue, msg, a.b.Part(sessionID, msgID, "text", map[string]any{"text": text}), a.b.Status(sessionID, true))
 	idle := a.b.Status(sessionID, false)
+	if a.LoseIdle {
+		idle.Hidden = true
+	}
 	if len(a.turns) > 0 {
 		a.closePull()
 		a.pull, a.stopPull = iter.Pull(a.turns[0])
@@ -134,6 +140,14 @@ func (a *Agent) Prompt(ctx context.Context, sessionID, text string) error {
 		a.turns = a.turns[1:]
 	} else {
 		a.queue = append(a.queue, idle)
+	}
+	if a.LoseIdle {
+		resync := Item{Event: orchestrator.Event{Kind: orchestrator.EventResync}}
+		if a.pull != nil {
+			a.tail = append(a.tail, resync)
+		} else {
+			a.queue = append(a.queue, resync)
+		}
 	}
 	return nil
 }

@@ -64,6 +64,14 @@ func (b *Builder) Message(session, role string) (string, Item) {
 	return id, Item{Event: orchestrator.Event{Kind: orchestrator.EventMessage, SessionID: session, Data: mustJSON(info)}}
 }
 
+// Finish is the message.updated event that completes an assistant
+// message, its finish reason "stop" (the model is done) or "tool-calls".
+func (b *Builder) Finish(session, msg, finish string) Item {
+	info := map[string]any{"id": msg, "sessionID": session, "role": "assistant", "finish": finish,
+		"time": map[string]any{"created": b.now, "completed": b.tick()}, "modelID": "test-model", "providerID": "test"}
+	return Item{Event: orchestrator.Event{Kind: orchestrator.EventMessage, SessionID: session, Data: mustJSON(info)}}
+}
+
 // Part is a message.part.updated event for a new part with extra fields.
 func (b *Builder) Part(session, msg, typ string, fields map[string]any) Item {
 	return b.partWithID(b.id("prt"), session, msg, typ, fields)
