@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -59,13 +60,20 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	var sinks progress.Multi
 	var line *progress.Line
+	// Below the status line (and with --quiet) only warnings are logged:
+	// the line is the progress.
+	quietLog := func(w io.Writer) *slog.Logger {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: max(g.LogLevel, slog.LevelWarn)}))
+	}
 	switch {
 	case c.JSON:
 		sinks = append(sinks, progress.NewJSON(g.Stdout))
 	case c.Quiet:
+		opts.Logger = quietLog(g.Stderr)
 	case isTerminal(g.Stderr):
 		line = progress.NewLine(g.Stderr)
 		sinks = append(sinks, line)
+		opts.Logger = quietLog(line.LogWriter())
 	default:
 		sinks = append(sinks, progress.Log{L: g.Logger})
 	}

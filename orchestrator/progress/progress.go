@@ -277,6 +277,19 @@ func (l *Line) put(line string) {
 	l.lastLen = len([]rune(line))
 }
 
+// LogWriter returns a writer whose output (log lines) is printed above the
+// status line instead of through it.
+func (l *Line) LogWriter() io.Writer { return lineLog{l} }
+
+type lineLog struct{ l *Line }
+
+func (w lineLog) Write(p []byte) (int, error) {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	w.l.printAbove(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
 // Close stops redrawing and ends the status line.
 func (l *Line) Close() {
 	close(l.stop)

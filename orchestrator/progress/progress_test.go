@@ -56,3 +56,17 @@ func TestLogLines(t *testing.T) {
 		t.Errorf("log = %s", buf.String())
 	}
 }
+
+func TestLineLogWriter(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLine(&buf)
+	l.Report(Event{Type: RunStarted, Time: time.Now(), TrajectoryID: "t1", MaxParts: 5})
+	log := slog.New(slog.NewTextHandler(l.LogWriter(), nil))
+	log.Warn("upload slow")
+	l.Close()
+	out := buf.String()
+	i := strings.Index(out, "level=WARN msg=\"upload slow\"\n")
+	if i < 0 || !strings.Contains(out[i:], "part 0/5") {
+		t.Errorf("log line not printed above the status line:\n%q", out)
+	}
+}
