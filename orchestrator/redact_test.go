@@ -1,0 +1,75 @@
+package orchestrator
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trajlab/traj/trace"
+)
+
+// TestRedactTrace: every secret value (raw or as it looks inside a JSON
+// string) is replaced wherever the loop writes it: part content, other
+// parts, envoi results, prompts, trailing parts. Short values are not
+// treated as secrets, and a part without secrets is written unchanged.
+func TestRedactTrace(t *testing.T) {
+	password := "pw-0123456789abcdef"
+	quoted := `k"ey\with/specials`
+	secrets := []string{password, quoted, "short", ""}
+	path := filepath.Join(t.TempDir(), "agent_trace.json")
+	w, err := trace.Create(path, trace.Header{TrajectoryID: "redact", SessionID: "ses", Agent: "opencode",
+		AgentModel: "scripted/demo", StartedAt: "2026-11-21T10:00:00.000000Z"}, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rw := redactTrace(w, secrets)
+	if err := rw.BeginTurn(trace.TurnStart{Timestamp: "t", Prompt: "use " + password}); err != nil {
+		t.Fatal(err)
+	}
+	escaped, _ := json.Marshal("token=" + quoted)
+	content := json.RawMessage(`{"type":"tool","state":{"output":"OPENCODE_SERVER_PASSWORD=` + password + `\nshort"}}`)
+	p := &trace.Part{Part: 1, Timestamp: "t", GitCommit: "c1", Content: content,
+		OtherParts: []json.RawMessage{json.RawMessage(`{"text":` + string(escaped) + `}`)},
+		EnvoiCalls: []trace.EnvoiCall{{Path: "basics", Result: json.RawMessage(`{"log":"` + password + `"}`)}}}
+	if err := rw.AppendPart(p); err != nil {
+		t.Fatal(err)
+	}
+	clean := &trace.Part{Part: 2, Timestamp: "t", GitCommit: "c2", Content: json.RawMessage(`{"type":"text","text":"short"}`)}
+	if err := rw.AppendPart(clean); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.EndTurn(trace.TurnEnd{EndedAt: "t", TrailingParts: []json.RawMessage{json.RawMessage(`{"text":"` + password + `"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	raw := readAll(t, path)
+	for _, s := range []string{password, `k\"ey\\with/specials`} {
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("secret %q reached the trace", s)
+		}
+	}
+	if n := bytes.Count(raw, []byte(Redacted)); n != 5 {
+		t.Errorf("%d redactions, want 5 (prompt, content, other part, envoi result, trailing part):\n%s", n, raw)
+	}
+	if !bytes.Contains(raw, []byte(`"text":"short"`)) || !strings.Contains(string(p.Content), Redacted) {
+		t.Errorf("short value redacted, or the caller's record not cleaned:\n%s", raw)
+	}
+	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
+		t.Fatalf("redacted trace does not validate: %v", probs)
+	}
+	if got := redactTrace(w, []string{"x", ""}); got != TraceWriter(w) {
+		t.Error("a writer with no secret to redact is wrapped anyway")
+	}
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
