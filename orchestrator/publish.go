@@ -53,13 +53,26 @@ func (p *HistoryPublisher) PartRecorded(ctx context.Context, rec *trace.Part) er
 
 // bundle writes and enqueues the history bundle of the checkpoint at part.
 func (p *HistoryPublisher) bundle(ctx context.Context, part int, commit string) error {
-	path := filepath.Join(p.dir, filepath.FromSlash(store.HistoryDir), store.HistoryBundleName(part))
+	return p.bundleAs(ctx, store.HistoryBundleName(part), part, commit)
+}
+
+// finalBundle writes and enqueues the history bundle of the final
+// checkpoint, made after part (the last counted one). It has its own name,
+// <part>.final.bundle, which sorts after part's bundle and before the next
+// part's (a resumed run), so it never replaces the last part's bundle and
+// the chain stays complete.
+func (p *HistoryPublisher) finalBundle(ctx context.Context, part int, commit string) error {
+	return p.bundleAs(ctx, fmt.Sprintf("%08d.final.bundle", part), part, commit)
+}
+
+func (p *HistoryPublisher) bundleAs(ctx context.Context, name string, part int, commit string) error {
+	path := filepath.Join(p.dir, filepath.FromSlash(store.HistoryDir), name)
 	if err := writeIncrementalBundle(ctx, p.repo, path, p.lastBundled); err != nil {
 		return fmt.Errorf("history bundle of part %d: %w", part, err)
 	}
 	p.lastBundled = commit
 	if p.up != nil {
-		if err := p.up.Enqueue(store.HistoryBundleKey(p.id, part), store.File(path)); err != nil {
+		if err := p.up.Enqueue(store.HistoryPrefix(p.id)+name, store.File(path)); err != nil {
 			return fmt.Errorf("enqueue history bundle of part %d: %w", part, err)
 		}
 	}

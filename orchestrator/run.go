@@ -409,7 +409,7 @@ func (r *run) finish(ctx context.Context, out Outcome, pub *HistoryPublisher, lo
 		return res, fmt.Errorf("final checkpoint: %w", err)
 	}
 	if final.Committed {
-		if err := pub.bundle(ctx, out.Parts, final.CommitAfter); err != nil {
+		if err := pub.finalBundle(ctx, out.Parts, final.CommitAfter); err != nil {
 			r.log.Warn("history bundle of the final checkpoint", "err", err)
 		}
 	}
