@@ -21,7 +21,7 @@ import (
 // Fault is one kind of injected failure.
 type Fault int
 
-// The faults, in the order FailEvery cycles through them.
+// The faults, in the order FailEvery goes through them.
 const (
 	None Fault = iota
 	// Error is a dropped connection.
@@ -67,8 +67,8 @@ func New(s store.Store) *FailingStore {
 	return &FailingStore{inner: s, injected: map[Fault]int{}, saved: map[string]int{}}
 }
 
-// FailEvery makes every k-th call (of any operation) fail, cycling through
-// kinds (default Error, SlowDown, Hang). k <= 0 stops it.
+// FailEvery makes every k-th call (of any operation) fail, taking
+// kinds in turn (default Error, SlowDown, Hang). k <= 0 stops it.
 func (f *FailingStore) FailEvery(k int, kinds ...Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
