@@ -46,8 +46,11 @@
 //   - "delay_ms": wait this long before answering (a slow model; lets tests
 //     abort or interrupt mid-answer). The wait ends if the client goes away.
 //   - "error": {"status": 503, "message": "…"} answers with that HTTP error
-//     instead of a completion (failure injection). It consumes its line;
-//     OpenCode retries 429 and 5xx itself, and the retry gets the next line.
+//     (OpenAI error body; type server_error, rate_limit_error or
+//     invalid_request_error) instead of a completion, for failure injection.
+//     It consumes its line. OpenCode 1.18.33 retries 429 and 5xx after about
+//     2 s, and the retry gets the next line; any other 4xx ends the turn with
+//     an assistant message whose error is an APIError (isRetryable false).
 //
 // Tool names and arguments are OpenCode's (1.18.33, read from the schemas
 // it sends): write {filePath, content}; edit {filePath, oldString,

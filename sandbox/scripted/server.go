@@ -180,7 +180,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rep.err != nil {
-		writeJSON(w, rep.err.Status, apiError{Error: apiErrorBody{Message: rep.err.Message, Type: "server_error"}})
+		writeJSON(w, rep.err.Status, apiError{Error: apiErrorBody{Message: rep.err.Message, Type: errorType(rep.err.Status)}})
 		return
 	}
 	if req.Stream {
@@ -468,6 +468,17 @@ func chunks(s string, n int) []string {
 		s = s[cut:]
 	}
 	return out
+}
+
+// errorType is OpenAI's error type for an HTTP status.
+func errorType(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -482,7 +482,7 @@ func TestErrorAndDelay(t *testing.T) {
 	var e apiError
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	resp.Body.Close()
-	if resp.StatusCode != 503 || e.Error.Message != "overloaded" {
+	if resp.StatusCode != 503 || e.Error.Message != "overloaded" || e.Error.Type != "server_error" {
 		t.Errorf("error reply: status %d %+v", resp.StatusCode, e)
 	}
 	start := time.Now()
@@ -495,5 +495,13 @@ func TestErrorAndDelay(t *testing.T) {
 	}
 	if st := srv.Status(); st.Played != 2 {
 		t.Errorf("status %+v", st)
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	for status, want := range map[int]string{400: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error", 500: "server_error", 503: "server_error"} {
+		if got := errorType(status); got != want {
+			t.Errorf("errorType(%d) = %q, want %q", status, got, want)
+		}
 	}
 }
