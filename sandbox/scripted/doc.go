@@ -62,6 +62,17 @@
 // project folder. MCP tools are named SERVER_TOOL: the run_tests tool of the
 // "tests" server is tests_run_tests {test_path}.
 //
+// What OpenCode 1.18.33 makes of it (measured): usage becomes the assistant
+// message's tokens as input = prompt_tokens - cached_tokens, output =
+// completion_tokens - reasoning_tokens, reasoning = reasoning_tokens,
+// cache.read = cached_tokens, and cost follows the model's "cost" in
+// opencode.json. glob and grep need ripgrep, which OpenCode cannot fetch
+// offline: they end in a tool error ("ripgrep execution failed"). The task
+// tool's output reads `<task id="ses_…" state="completed"><task_result>…the
+// sub-agent's last text…</task_result></task>`; the sub-agent's requests
+// offer its own tool list (no task, todowrite or question) and its first
+// request's last user message is the task prompt.
+//
 // # Playback rules
 //
 // Requests consume responses strictly in arrival order; a mutex guards the
