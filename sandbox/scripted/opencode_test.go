@@ -86,7 +86,8 @@ func TestOpenCodeWritesFileAndRunsBash(t *testing.T) {
 	}
 	port := freePort(t)
 	const password = "it-password"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Typically 13 s; OpenCode alone took up to 30 s to start on 2 busy cores.
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin, "serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(port))
 	cmd.Dir = project
