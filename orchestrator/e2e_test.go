@@ -137,6 +137,13 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every part, message and session the server sent is in the trace
+	// exactly once.
+	for id, n := range idsInTrace(t, tr) {
+		if n != 1 || id == "" {
+			t.Errorf("object %q appears %d times in the trace", id, n)
+		}
+	}
 	if left := leftovers(work); len(left) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
 	}
