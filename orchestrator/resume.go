@@ -80,6 +80,9 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 	if sum.parts >= opts.MaxParts {
 		return nil, fmt.Errorf("resume %s: %d parts recorded, the budget is %d: give a larger --max-parts", id, sum.parts, opts.MaxParts)
 	}
+	if strings.HasPrefix(opts.Model, ScriptedProvider+"/") && opts.Script == "" {
+		return nil, fmt.Errorf("resume %s: model %s is served from a script: give --script again", id, opts.Model)
+	}
 	if err := preflight(opts, tk); err != nil {
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}

@@ -252,6 +252,7 @@ func TestRecoveryBadInput(t *testing.T) {
 		{"resume solved", resume(solved), 0, "solved"},
 		{"resume budget spent", resume(k, "--max-parts", "10"), 0, "give a larger --max-parts"},
 		{"resume unknown id", []string{"run", "--resume", "nope", "--work-dir", k.Work}, 0, "no run.json"},
+		{"resume scripted without script", []string{"run", "--resume", k.ID, "--work-dir", k.Work, "--model", "scripted/demo"}, 0, "give --script again"},
 		{"resume negative budget", resume(k, "--max-parts=-1"), 2, "--max-parts"},
 		{"resume with a bad store", resume(k, "--store", "ftp://x"), 0, `unsupported scheme "ftp"`},
 	}
