@@ -22,6 +22,8 @@ import (
 
 // FinalizeOptions tune Finalize.
 type FinalizeOptions struct {
+	// Reason is session_end.reason (default interrupted).
+	Reason string
 	// Detail goes into session_end.detail (default: says the trajectory
 	// was finalized after its recording process stopped).
 	Detail string
@@ -52,6 +54,9 @@ func Finalize(ctx context.Context, l *Located, opts FinalizeOptions) (*FinalizeR
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Reason == "" {
+		opts.Reason = trace.EndInterrupted
 	}
 	if opts.Detail == "" {
 		opts.Detail = "finalized after the recording process stopped (traj trace finalize)"
@@ -112,7 +117,7 @@ func finalizeTrace(ctx context.Context, l *Located, opts FinalizeOptions, res *F
 		return fmt.Errorf("finalize %s: %w", l.ID, err)
 	}
 	tok, cost := sum.tokens, sum.cost
-	end := trace.SessionEnd{Reason: trace.EndInterrupted, FinalGitCommit: final, EndedAt: trace.Timestamp(opts.Now()),
+	end := trace.SessionEnd{Reason: opts.Reason, FinalGitCommit: final, EndedAt: trace.Timestamp(opts.Now()),
 		Detail: opts.Detail, Tokens: &tok, Cost: &cost}
 	artifacts := map[string]string{
 		trace.ArtifactTrace:  l.Store.URI(store.TraceKey(l.ID)),

@@ -77,6 +77,15 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 	if sum.finished && st.Reason == trace.EndSolved {
 		return nil, fmt.Errorf("resume %s: the trajectory is solved; nothing to continue", id)
 	}
+	if sum.parts >= opts.MaxParts && !sum.finished {
+		// It died finishing: the budget was spent, so finish it.
+		fr, err := Finalize(ctx, l, FinalizeOptions{Reason: trace.EndPartLimit, Now: opts.Now, Logger: opts.Logger,
+			Detail: "the recording process stopped at the part budget; finished by traj run --resume"})
+		if fr == nil {
+			return nil, err
+		}
+		return &fr.Result, err
+	}
 	if sum.parts >= opts.MaxParts {
 		return nil, fmt.Errorf("resume %s: %d parts recorded, the budget is %d: give a larger --max-parts", id, sum.parts, opts.MaxParts)
 	}

@@ -201,6 +201,12 @@ func TestRecoveryBadInput(t *testing.T) {
 	st.Reason = trace.EndSolved
 	solved.writeState(t, st)
 
+	// A trajectory finished as interrupted, all 10 parts recorded.
+	done := newKilledRun(t, "killed-done")
+	if code, out, errs := runTraj(t, "trace", "finalize", done.ID, "--work-dir", done.Work, "--store", done.Store); code != 0 {
+		t.Fatalf("finalize: %d %s%s", code, out, errs)
+	}
+
 	// A trajectory whose recorder is alive: a process named like traj.
 	live := newKilledRun(t, "killed-live")
 	fake := filepath.Join(t.TempDir(), "traj-recorder")
@@ -250,13 +256,14 @@ func TestRecoveryBadInput(t *testing.T) {
 		{"resume truncated trace", resume(cut), 0, "truncated JSON"},
 		{"finalize broken run.json", append([]string{"trace", "finalize"}, loc(broken)...), 2, "run state"},
 		{"resume solved", resume(solved), 0, "solved"},
-		{"resume budget spent", resume(k, "--max-parts", "10"), 0, "give a larger --max-parts"},
+		{"resume budget spent", resume(done, "--max-parts", "10"), 0, "give a larger --max-parts"},
 		{"resume unknown id", []string{"run", "--resume", "nope", "--work-dir", k.Work}, 0, "no run.json"},
 		{"resume scripted without script", []string{"run", "--resume", k.ID, "--work-dir", k.Work, "--model", "scripted/demo"}, 0, "give --script again"},
 		{"resume negative budget", resume(k, "--max-parts=-1"), 2, "--max-parts"},
 		{"resume with a bad store", resume(k, "--store", "ftp://x"), 0, `unsupported scheme "ftp"`},
 	}
-	roots := []string{filepath.Dir(k.Work), filepath.Dir(live.Work), filepath.Dir(cut.Work), filepath.Dir(broken.Work), filepath.Dir(solved.Work)}
+	roots := []string{filepath.Dir(k.Work), filepath.Dir(live.Work), filepath.Dir(cut.Work), filepath.Dir(broken.Work),
+		filepath.Dir(solved.Work), filepath.Dir(done.Work)}
 	snap := func() map[string]string {
 		all := map[string]string{}
 		for _, r := range roots {
@@ -285,5 +292,24 @@ func TestRecoveryBadInput(t *testing.T) {
 	}
 	if syscall.Kill(sleeper.Process.Pid, 0) != nil {
 		t.Fatal("the live recorder stand-in died during the test")
+	}
+}
+
+// TestResumeAtBudget: a run killed after its last budgeted part (while
+// finishing) is finished by resume with part_limit, without starting the
+// agent again.
+func TestResumeAtBudget(t *testing.T) {
+	k := newKilledRun(t, "killed-at-budget")
+	code, out, errs := runTraj(t, "run", "--resume", k.ID, "--work-dir", k.Work, "--store", k.Store, "--max-parts", "10",
+		"--opencode-bin", "/nonexistent/opencode")
+	if code != 0 || !strings.Contains(out, "part_limit after 10 parts") {
+		t.Fatalf("resume at the budget: exit %d\n%s%s", code, out, errs)
+	}
+	tr := k.readTrace(t)
+	if e := tr.SessionEnd; e == nil || e.Reason != trace.EndPartLimit || e.TotalParts != 10 {
+		t.Fatalf("session_end %+v, want part_limit after 10 parts", tr.SessionEnd)
+	}
+	if code, out, errs := runTraj(t, "replay", "verify", "--trajectory-id", k.ID, "--store", k.Store); code != 0 {
+		t.Fatalf("replay verify from the store: exit %d\n%s%s", code, out, errs)
 	}
 }
