@@ -41,7 +41,10 @@ opencode: $(OPENCODE_BIN)
 
 $(OPENCODE_BIN): $(OPENCODE_NPM)/package.json $(OPENCODE_NPM)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is required to install OpenCode (apt-get install npm)"; exit 1; }
-	cd $(OPENCODE_NPM) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@# npm ci refuses this lockfile: npm records only this platform's optional
+	@# opencode-<os>-<arch> packages. npm install with --no-save installs exactly
+	@# the locked versions (integrity-checked) and never rewrites the lockfile.
+	cd $(OPENCODE_NPM) && npm install --no-save --no-audit --no-fund --ignore-scripts --loglevel=error
 	test -x $(OPENCODE_BIN)
 	touch $(OPENCODE_BIN)
 
