@@ -210,6 +210,7 @@ type traceSummary struct {
 	// lastTurnOpen: the last turn has no ended_at (the process died in it).
 	lastTurnOpen bool
 	finished     bool
+	reason       string // session_end.reason when finished
 }
 
 func scanTrace(path string) (*traceSummary, error) {
@@ -237,7 +238,12 @@ func scanTrace(path string) (*traceSummary, error) {
 			s.lastTurnOpen = t.EndedAt == ""
 			return nil
 		},
-		OnEnd: func(t *trace.Trace) error { s.finished = t.SessionEnd != nil; return nil },
+		OnEnd: func(t *trace.Trace) error {
+			if s.finished = t.SessionEnd != nil; s.finished {
+				s.reason = t.SessionEnd.Reason
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return nil, err

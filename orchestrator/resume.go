@@ -74,7 +74,7 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: read trace: %w", id, err)
 	}
-	if sum.finished && st.Reason == trace.EndSolved {
+	if sum.finished && sum.reason == trace.EndSolved {
 		return nil, fmt.Errorf("resume %s: the trajectory is solved; nothing to continue", id)
 	}
 	if sum.parts >= opts.MaxParts && !sum.finished {

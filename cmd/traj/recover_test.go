@@ -200,6 +200,8 @@ func TestRecoveryBadInput(t *testing.T) {
 	json.Unmarshal(readFile(t, filepath.Join(solved.Dir, orchestrator.RunStateName)), &st)
 	st.Reason = trace.EndSolved
 	solved.writeState(t, st)
+	solvedTrace := filepath.Join(solved.Dir, store.TraceName)
+	writeFile(t, solvedTrace, []byte(strings.Replace(string(readFile(t, solvedTrace)), `"reason":"interrupted"`, `"reason":"solved"`, 1)))
 
 	// A trajectory finished as interrupted, all 10 parts recorded.
 	done := newKilledRun(t, "killed-done")
@@ -255,7 +257,7 @@ func TestRecoveryBadInput(t *testing.T) {
 		{"sync truncated trace", append([]string{"sync"}, loc(cut)...), 1, "truncated JSON"},
 		{"resume truncated trace", resume(cut), 0, "truncated JSON"},
 		{"finalize broken run.json", append([]string{"trace", "finalize"}, loc(broken)...), 2, "run state"},
-		{"resume solved", resume(solved), 0, "solved"},
+		{"resume solved", resume(solved), 0, "the trajectory is solved"},
 		{"resume budget spent", resume(done, "--max-parts", "10"), 0, "give a larger --max-parts"},
 		{"resume unknown id", []string{"run", "--resume", "nope", "--work-dir", k.Work}, 0, "no run.json"},
 		{"resume scripted without script", []string{"run", "--resume", k.ID, "--work-dir", k.Work, "--model", "scripted/demo"}, 0, "give --script again"},
