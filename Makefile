@@ -95,7 +95,7 @@ demo: setup build
 	@echo
 	@echo "Try next:"
 	@echo "  bin/traj replay checkout-part --trajectory-id $(DEMO_ID) --part 10 --checkout-dest out/$(DEMO_ID)-part10"
-	@echo "  bin/traj replay evaluate --trajectory-id $(DEMO_ID) --output out/$(DEMO_ID)-eval.json --html out/$(DEMO_ID)-eval.html"
+	@echo "  bin/traj replay evaluate --trajectory-id $(DEMO_ID) --tests-dir $(TRAJ_TESTS_DIR) --output out/$(DEMO_ID)-eval.json --html out/$(DEMO_ID)-eval.html"
 	@echo "  bin/traj trace validate runs/trajectories/$(DEMO_ID)"
 
 ## stress: the fuzzers for FUZZTIME each, and the kill -9 test with STRESS_KILLS kills.

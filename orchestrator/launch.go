@@ -149,7 +149,10 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 		env = append(env, scriptedKeyEnv+"="+key)
 		cfg.SmallModel = ScriptedProvider + "/small"
 		cfg.Providers = map[string]opencode.Provider{ScriptedProvider: {NPM: "@ai-sdk/openai-compatible", Name: "Scripted",
-			BaseURL: scripted.BaseURL(ln.Addr()), APIKeyEnv: scriptedKeyEnv, Models: []string{modelID, "small"}}}
+			BaseURL: scripted.BaseURL(ln.Addr()), APIKeyEnv: scriptedKeyEnv, Models: []string{modelID, "small"},
+			// A nominal price (dollars per million tokens) so offline runs
+			// exercise OpenCode's cost accounting end to end.
+			Cost: &opencode.ModelCost{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}}}
 		l.AfterTurn = func() (string, string) {
 			st := model.Status()
 			switch {

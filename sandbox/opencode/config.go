@@ -46,6 +46,18 @@ type Provider struct {
 	APIKeyEnv string
 	// Models lists model ids served by a custom provider.
 	Models []string
+	// Cost, when set, is the price OpenCode charges each of Models, so its
+	// cost accounting runs for custom endpoints too.
+	Cost *ModelCost
+}
+
+// ModelCost is a model's price in dollars per million tokens, the unit
+// OpenCode's config uses.
+type ModelCost struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -129,7 +141,11 @@ func (c Config) JSON() ([]byte, error) {
 				ids := append([]string(nil), p.Models...)
 				sort.Strings(ids)
 				for _, m := range ids {
-					models[m] = map[string]any{"name": m, "tool_call": true}
+					model := map[string]any{"name": m, "tool_call": true}
+					if p.Cost != nil {
+						model["cost"] = p.Cost
+					}
+					models[m] = model
 				}
 				entry["models"] = models
 			}
