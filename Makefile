@@ -101,10 +101,12 @@ demo: setup build
 ## stress: the fuzzers for FUZZTIME each, and the kill -9 test with STRESS_KILLS kills.
 FUZZTIME     ?= 60s
 STRESS_KILLS ?= 50
+# Minimizing an input of FuzzOpenForAppend runs file I/O per try; keep it short.
+FUZZFLAGS    := -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 stress: setup build
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
-	$(GO) test -run '^$$' -fuzz '^FuzzOpenForAppend$$' -fuzztime $(FUZZTIME) ./trace
-	$(GO) test -run '^$$' -fuzz '^FuzzParseTestPath$$' -fuzztime $(FUZZTIME) ./environment/ccompiler
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRead$$' ./trace
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzOpenForAppend$$' ./trace
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzParseTestPath$$' ./environment/ccompiler
 	TRAJ_BIN=$(TRAJ) TRAJ_KILLS=$(STRESS_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestKillRun' -v ./orchestrator
 
 clean:

@@ -180,6 +180,7 @@ type docLoc struct {
 	keysBefore []string
 	keysAfter  []string // keys after "turns"
 	hasTurns   bool
+	turnsNull  bool // "turns": null
 	end        int64
 }
 
@@ -394,6 +395,7 @@ func (w *walker) turns(loc *docLoc) error {
 	}
 	loc.hasTurns = true
 	if tok == nil { // "turns": null
+		loc.turnsNull = true
 		loc.turnsOpen = w.dec.InputOffset()
 		loc.turnsEnd = loc.turnsOpen
 		return nil

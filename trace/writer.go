@@ -304,7 +304,7 @@ func (w *Writer) resumeState(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if !doc.hasTurns {
+	if !doc.hasTurns || doc.turnsNull {
 		return errors.New(`no "turns" array to continue`)
 	}
 	for _, k := range doc.keysBefore {
