@@ -33,7 +33,8 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 		trajs, err = report.CollectFolders(raw, g.Logger)
 	} else {
 		var st store.Store
-		st, err = location.Open(ctx, raw, location.Options{Logger: g.Logger})
+		// A report never creates a store: a mistyped folder is an error, not an empty report.
+		st, err = location.Open(ctx, raw, location.Options{Logger: g.Logger, MustExist: true})
 		if err != nil {
 			return &exitError{2, err}
 		}
