@@ -24,7 +24,7 @@ export PATH := $(TOOLBIN):$(PATH)
 export TRAJ_TESTS_DIR
 export TRAJ_OPENCODE_BIN ?= $(OPENCODE_BIN)
 
-.PHONY: setup build test lint bench demo stress clean tools opencode report-png
+.PHONY: setup build test lint bench demo stress fuzz clean tools opencode report-png
 
 ## setup: install everything the tests and the demo need (idempotent).
 setup: tools opencode
@@ -57,6 +57,7 @@ test: setup build
 	@command -v gcc >/dev/null || { echo "gcc is required (apt-get install gcc)"; exit 1; }
 	@command -v git >/dev/null || { echo "git is required (apt-get install git)"; exit 1; }
 	TRAJ_BIN=$(TRAJ) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
 ## lint: gofmt, go vet, staticcheck.
 lint: $(TOOLBIN)/staticcheck
@@ -98,15 +99,21 @@ demo: setup build
 	@echo "  bin/traj replay evaluate --trajectory-id $(DEMO_ID) --tests-dir $(TRAJ_TESTS_DIR) --output out/$(DEMO_ID)-eval.json --html out/$(DEMO_ID)-eval.html"
 	@echo "  bin/traj trace validate runs/trajectories/$(DEMO_ID)"
 
+## fuzz: each fuzz target for FUZZTIME; `make test` runs them for FUZZTIME_SHORT.
+FUZZTIME_SHORT ?= 8s
+FUZZ_TARGETS   := FuzzRead:./trace FuzzOpenForAppend:./trace FuzzParseTestPath:./environment/ccompiler
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test $(FUZZFLAGS) -fuzz "^$${t%%:*}$$" "$${t#*:}"; \
+	done
+
 ## stress: the fuzzers for FUZZTIME each, and the kill -9 test with STRESS_KILLS kills.
 FUZZTIME     ?= 60s
 STRESS_KILLS ?= 50
 # Minimizing an input of FuzzOpenForAppend runs file I/O per try; keep it short.
 FUZZFLAGS    := -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 stress: setup build
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRead$$' ./trace
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzOpenForAppend$$' ./trace
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzParseTestPath$$' ./environment/ccompiler
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	TRAJ_BIN=$(TRAJ) TRAJ_KILLS=$(STRESS_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestKillRun' -v ./orchestrator
 
 clean:
