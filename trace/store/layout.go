@@ -13,9 +13,7 @@ import (
 //	trajectories/<id>/agent_trace.json             canonical trace (at the end)
 //	trajectories/<id>/repo.bundle                  git bundle of all refs (at the end)
 //	trajectories/<id>/history/<part %08d>.bundle   incremental bundle per checkpoint
-//	trajectories/<id>/chunks/header.json.zst       trace without turns (start, end)
-//	trajectories/<id>/chunks/turn-<%06d>.json.zst  one turn without its parts
-//	trajectories/<id>/chunks/part-<%08d>.json.zst  one part record and its turn number
+//	trajectories/<id>/chunks/<offset>-….zst        one trace mutation each (names: chunk.Name)
 //	trajectories/<id>/evaluation.json              replay evaluate's report
 //	trajectories/<id>/logs/<name>                  run logs
 //	evalcache/<key>.json                           evaluation results by content
@@ -23,14 +21,13 @@ import (
 // Chunks and history bundles make a running trajectory durable in the store
 // part by part without re-uploading the growing trace; a reader rebuilds the
 // trace and the repository from them when the final objects are missing.
-// Chunks are zstd-compressed JSON (see package chunk).
+// Chunk objects and their names are defined by package chunk.
 const (
 	TrajectoriesDir = "trajectories/"
 	TraceName       = "agent_trace.json"
 	BundleName      = "repo.bundle"
 	HistoryDir      = "history/"
 	ChunksDir       = "chunks/"
-	HeaderChunkName = "header.json.zst"
 	EvaluationName  = "evaluation.json"
 	LogsDir         = "logs/"
 	EvalCacheDir    = "evalcache/"
@@ -58,23 +55,8 @@ func HistoryBundleKey(id string, part int) string {
 	return HistoryPrefix(id) + HistoryBundleName(part)
 }
 
-// ChunksPrefix holds the per-part trace chunks of trajectory id.
+// ChunksPrefix holds the trace chunks of trajectory id (one per mutation).
 func ChunksPrefix(id string) string { return TrajectoryPrefix(id) + ChunksDir }
-
-// HeaderChunkKey is the trace header chunk (everything but the turns).
-func HeaderChunkKey(id string) string { return ChunksPrefix(id) + HeaderChunkName }
-
-// TurnChunkName is the chunk name of turn n (the turn without its parts).
-func TurnChunkName(n int) string { return fmt.Sprintf("turn-%06d.json.zst", n) }
-
-// TurnChunkKey is the chunk of turn n of trajectory id.
-func TurnChunkKey(id string, n int) string { return ChunksPrefix(id) + TurnChunkName(n) }
-
-// PartChunkName is the chunk name of part n.
-func PartChunkName(n int) string { return fmt.Sprintf("part-%08d.json.zst", n) }
-
-// PartChunkKey is the chunk of part n of trajectory id.
-func PartChunkKey(id string, n int) string { return ChunksPrefix(id) + PartChunkName(n) }
 
 // EvaluationKey is replay evaluate's report for trajectory id.
 func EvaluationKey(id string) string { return TrajectoryPrefix(id) + EvaluationName }
