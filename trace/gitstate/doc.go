@@ -45,7 +45,7 @@
 //
 // Durable history: after each committed checkpoint the orchestrator writes
 // an incremental bundle whose prerequisite is the last commit it bundled
-// (HistoryBundleName names it), and at the end one full bundle. If the full
+// (store.HistoryBundleKey names it), and at the end one full bundle. If the full
 // bundle is missing, CloneFromBundles rebuilds the repository from the
 // incremental ones in order.
 package gitstate

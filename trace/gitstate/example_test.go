@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/trajlab/traj/trace/gitstate"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // A run checkpoints after each part and uploads an incremental bundle per
@@ -40,7 +41,7 @@ func Example() {
 			if _, err := repo.WriteHistoryBundle(ctx, &b, since); err != nil {
 				log.Fatal(err)
 			}
-			history = append(history, b.Bytes()) // upload as history/<HistoryBundleName(part)>
+			history = append(history, b.Bytes()) // upload as store.HistoryBundleKey(id, part)
 			since = plumbing.NewHash(cp.CommitAfter)
 		}
 	}
@@ -52,7 +53,7 @@ func Example() {
 	}
 	a, _ := repo.Head()
 	b, _ := clone.Head()
-	fmt.Println(a == b, gitstate.HistoryBundleName(2))
+	fmt.Println(a == b, store.HistoryBundleName(2))
 	// Output:
 	// true [main.rs]
 	// true [main.rs]

@@ -2,18 +2,10 @@ package gitstate
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
-
-// HistoryBundleName names the incremental bundle written after a part's
-// checkpoint: the part as 8 digits, so names sort in part order. The
-// orchestrator stores it as trajectories/<id>/history/<name>.
-func HistoryBundleName(part int) string {
-	return fmt.Sprintf("%08d.bundle", part)
-}
 
 // WriteHistoryBundle writes the bundle that extends a reader holding the
 // commit since to every ref of the repository: an incremental bundle with

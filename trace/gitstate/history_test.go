@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // historyRun makes n committed checkpoints on a workspace of files source
@@ -87,7 +88,7 @@ func TestHistoryChainRebuildsRepository(t *testing.T) {
 	dir := t.TempDir()
 	cli := filepath.Join(dir, "cli")
 	for i, b := range bundles {
-		p := filepath.Join(dir, HistoryBundleName(i+1))
+		p := filepath.Join(dir, store.HistoryBundleName(i+1))
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestHistoryChainRebuildsRepository(t *testing.T) {
 	}
 	deltas := 0
 	for i := 2; i <= len(bundles); i++ {
-		deltas += refDeltas(t, filepath.Join(dir, HistoryBundleName(i)))
+		deltas += refDeltas(t, filepath.Join(dir, store.HistoryBundleName(i)))
 	}
 	if deltas == 0 {
 		t.Fatal("incremental bundles hold no REF_DELTA against prerequisite objects")
