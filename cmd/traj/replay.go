@@ -127,7 +127,11 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		TestPaths: paths, Workers: c.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree,
 	}
 	if !c.NoCache {
-		opts.Cache = source.Cache(t.Store)
+		st, err := t.CacheStore(ctx)
+		if err != nil {
+			return err
+		}
+		opts.Cache = source.Cache(st)
 	}
 	ev := &replay.EnvironmentEvaluator{Env: env, TreeWorkers: c.Workers, OnCase: bar.Case}
 	out, evalErr := replay.Evaluate(ctx, t.Trace, t.History, ev, opts)

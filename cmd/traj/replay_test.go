@@ -256,3 +256,32 @@ func copyInto(t *testing.T, st string, tj *replaytest.Trajectory) {
 		}
 	}
 }
+
+// Read-only replay commands on a trajectory folder or loose files never
+// create the default store (./runs): only evaluate caches there.
+func TestReadOnlyReplayMakesNoStore(t *testing.T) {
+	tj := replaytest.Build(t, "traj-ro", replaytest.AttributionScript()[:4], 2, true)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv("TRAJ_STORE", "")
+	loose := []string{"--trace", tj.TracePath, "--bundle", tj.BundlePath}
+	folder := []string{"--trajectory-id", tj.Dir}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"verify loose files", append([]string{"replay", "verify"}, loose...)},
+		{"verify folder", append([]string{"replay", "verify"}, folder...)},
+		{"checkout-part loose files", append([]string{"replay", "checkout-part", "--part", "2", "--checkout-dest", filepath.Join(t.TempDir(), "co")}, loose...)},
+		{"checkout-part folder", append([]string{"replay", "checkout-part", "--part", "3", "--checkout-dest", filepath.Join(t.TempDir(), "co")}, folder...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, out, errOut := traj(t, tt.args...); code != 0 {
+				t.Fatalf("code %d\n%s%s", code, out, errOut)
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "runs")); !os.IsNotExist(err) {
+				t.Fatalf("./runs appeared (stat: %v)", err)
+			}
+		})
+	}
+}

@@ -3,8 +3,8 @@
 // agent_trace.json path, an s3://…/trajectories/<id> URL (all resolved by
 // trace/store/ref, which also rebuilds a trace from its chunks and falls
 // back to the history/ bundles of a run that did not finish), or loose
-// --trace/--bundle files — and opens the store evaluation results are
-// cached in.
+// --trace/--bundle files — and, when asked, the store evaluation results
+// are cached in.
 package source
 
 import (
@@ -43,9 +43,6 @@ type Trajectory struct {
 	ID      string
 	Trace   *trace.Trace
 	History *githistory.History
-	// Store keeps the evaluation cache: the store the trajectory was read
-	// from, or the one StoreURL names.
-	Store store.Store
 	// Protected are local folders the trajectory was read from; outputs
 	// must not be written inside them.
 	Protected []string
@@ -57,6 +54,25 @@ type Trajectory struct {
 	// loose files).
 	evalStore store.Store
 	evalKey   string
+	// cacheStore keeps the evaluation cache: the store the trajectory was
+	// read from; nil until CacheStore opens the one cacheURL names.
+	cacheStore store.Store
+	cacheURL   string
+}
+
+// CacheStore returns the store the evaluation cache is kept in: the store
+// the trajectory was read from, else (a folder, a file, loose files) the
+// one Request.StoreURL names, opened — and, for a local folder, created —
+// only now, so commands that never cache leave no store folder behind.
+func (t *Trajectory) CacheStore(ctx context.Context) (store.Store, error) {
+	if t.cacheStore == nil {
+		st, err := location.Open(ctx, t.cacheURL, location.Options{})
+		if err != nil {
+			return nil, err
+		}
+		t.cacheStore = st
+	}
+	return t.cacheStore, nil
 }
 
 // Close releases the history's export clone.
@@ -97,7 +113,7 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 		// that is not a trajectory, a malformed URL.
 		return nil, replay.UsageError("%v", err)
 	}
-	t := &Trajectory{ID: rt.ID, evalStore: rt.Store, evalKey: rt.Prefix + store.EvaluationName}
+	t := &Trajectory{ID: rt.ID, evalStore: rt.Store, evalKey: rt.Prefix + store.EvaluationName, cacheURL: req.StoreURL}
 	tracePath, rebuilt, err := rt.TracePath(ctx)
 	switch {
 	case errors.Is(err, ref.ErrPartial):
@@ -126,13 +142,9 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 		}
 	}
 	// A trajectory read from a store caches there; one read from a folder
-	// or file caches in the store StoreURL names.
-	t.Store = rt.Store
-	if rt.Prefix == "" {
-		if t.Store, err = location.Open(ctx, req.StoreURL, location.Options{}); err != nil {
-			t.Close()
-			return nil, err
-		}
+	// or file caches in the store StoreURL names (see CacheStore).
+	if rt.Prefix != "" {
+		t.cacheStore = rt.Store
 	}
 	return t, nil
 }
@@ -153,12 +165,7 @@ func openFiles(ctx context.Context, req Request) (*Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := location.Open(ctx, req.StoreURL, location.Options{})
-	if err != nil {
-		h.Close()
-		return nil, err
-	}
-	t := &Trajectory{ID: tr.TrajectoryID, Trace: tr, History: h, Store: st}
+	t := &Trajectory{ID: tr.TrajectoryID, Trace: tr, History: h, cacheURL: req.StoreURL}
 	for _, p := range []string{req.TracePath, req.BundlePath} {
 		if abs, err := filepath.Abs(filepath.Dir(p)); err == nil && !slices.Contains(t.Protected, abs) {
 			t.Protected = append(t.Protected, abs)

@@ -142,7 +142,11 @@ func TestOpenFromS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if tr.ID != tj.ID || tr.Store == nil || len(tr.Protected) != 0 {
+	cst, err := tr.CacheStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.ID != tj.ID || cst == nil || len(tr.Protected) != 0 {
 		t.Fatalf("opened %s, protected %v", tr.ID, tr.Protected)
 	}
 	dest := filepath.Join(t.TempDir(), "co")
@@ -159,7 +163,7 @@ func TestOpenFromS3(t *testing.T) {
 	if _, err := st.Stat(ctx, store.EvaluationKey(tj.ID)); err != nil {
 		t.Fatalf("evaluation not kept in the S3 store: %v", err)
 	}
-	c := source.Cache(tr.Store)
+	c := source.Cache(cst)
 	if err := c.Put(ctx, "k", replay.CacheEntry{Tree: "t"}); err != nil {
 		t.Fatal(err)
 	}
