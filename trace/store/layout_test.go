@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -57,5 +58,17 @@ func TestPermanent(t *testing.T) {
 	}
 	if !store.IsPermanent(store.ErrNotFound) || !store.IsPermanent(store.ErrInvalidKey) {
 		t.Error("not found and invalid key must not be retried")
+	}
+}
+
+// The S3 backend sends in-memory bodies in place only when they are an
+// io.ReaderAt; hiding it would copy every uploaded chunk once more.
+func TestBytesOpenIsReaderAt(t *testing.T) {
+	rc, n, err := store.Bytes("abc").Open()
+	if err != nil || n != 3 {
+		t.Fatalf("Open = %d, %v", n, err)
+	}
+	if _, ok := rc.(io.ReaderAt); !ok {
+		t.Fatalf("Bytes.Open returns %T, not an io.ReaderAt", rc)
 	}
 }

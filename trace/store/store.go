@@ -7,6 +7,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ type Bytes []byte
 
 // Open implements Source.
 func (b Bytes) Open() (io.ReadCloser, int64, error) {
-	return bytesReadCloser{bytesReader(b)}, int64(len(b)), nil
+	return bytesReadCloser{bytes.NewReader(b)}, int64(len(b)), nil
 }
 
 // File is a Source reading a local file at upload time. Nothing is held in
