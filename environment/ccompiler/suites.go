@@ -76,26 +76,38 @@ func relSlash(root, p string) string {
 	return filepath.ToSlash(r)
 }
 
+// cFiles returns the names of the .c files directly in dir, the folder of
+// the flat suite name under root, or why the suite is missing (an absent
+// suite is recorded in the version digest as such).
+func cFiles(name, root, dir string, h hash.Hash) ([]string, error) {
+	if root == "" || !isDir(dir) {
+		fmt.Fprintf(h, "absent %s\n", name)
+		return nil, missingSuite(name, root, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", environment.ErrSuiteMissing, dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".c") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
 // loadCTestsuite reads c-testsuite/tests/single-exec: every N.c with an
 // N.c.expected beside it.
 func loadCTestsuite(root string, h hash.Hash) suite {
 	s := suite{name: SuiteCTestsuite}
 	dir := filepath.Join(root, "c-testsuite", "tests", "single-exec")
-	if root == "" || !isDir(dir) {
-		s.missing = missingSuite(SuiteCTestsuite, root, dir)
-		fmt.Fprintf(h, "absent %s\n", s.name)
-		return s
-	}
-	entries, err := os.ReadDir(dir)
+	names, err := cFiles(s.name, root, dir, h)
 	if err != nil {
-		s.missing = fmt.Errorf("%w: read %s: %v", environment.ErrSuiteMissing, dir, err)
+		s.missing = err
 		return s
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".c") {
-			continue
-		}
+	for _, name := range names {
 		src := filepath.Join(dir, name)
 		want, err := os.ReadFile(src + ".expected")
 		if err != nil {
@@ -123,21 +135,12 @@ func loadCTestsuite(root string, h hash.Hash) suite {
 func loadTorture(root string, h hash.Hash) suite {
 	s := suite{name: SuiteTorture}
 	dir := filepath.Join(root, "torture", "SingleSource", "Regression", "C", "gcc-c-torture", "execute")
-	if root == "" || !isDir(dir) {
-		s.missing = missingSuite(SuiteTorture, root, dir)
-		fmt.Fprintf(h, "absent %s\n", s.name)
-		return s
-	}
-	entries, err := os.ReadDir(dir)
+	names, err := cFiles(s.name, root, dir, h)
 	if err != nil {
-		s.missing = fmt.Errorf("%w: read %s: %v", environment.ErrSuiteMissing, dir, err)
+		s.missing = err
 		return s
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".c") {
-			continue
-		}
+	for _, name := range names {
 		src := filepath.Join(dir, name)
 		data, err := os.ReadFile(src)
 		if err != nil {
