@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -69,18 +70,9 @@ func (s *Server) Env() []string {
 // SetEnv puts Env into the test's environment (not for parallel tests).
 func (s *Server) SetEnv(t testing.TB) {
 	for _, kv := range s.Env() {
-		k, v, _ := cutEq(kv)
+		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-}
-
-func cutEq(kv string) (string, string, bool) {
-	for i := range kv {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
 }
 
 // Credentials is a static provider for the server's root user.
