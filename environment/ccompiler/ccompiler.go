@@ -350,13 +350,7 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	comp := runProc(ctx, o.CompileTimeout, o.OutputLimit, false, dir, cc, args...)
 	r.CompileMS = comp.elapsed.Milliseconds()
 	r.StderrTail = tail(comp.stderr, stderrTailBytes)
-	switch {
-	case comp.startErr != nil:
-		r.Error = comp.startErr.Error()
-		return r
-	case comp.timedOut:
-		r.Phase = environment.PhaseTimeout
-		r.Error = fmt.Sprintf("compile timed out after %s", o.CompileTimeout)
+	if stopped(&r, comp, "compile", o.CompileTimeout) {
 		return r
 	}
 	if tc.expectReject {
@@ -387,15 +381,10 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	r.ActualExitCode = run.exitCode
 	r.ActualStdout = clip(run.stdout, reportBytes)
 	r.StderrTail = tail(run.stderr, stderrTailBytes)
-	switch {
-	case run.startErr != nil:
-		r.Error = run.startErr.Error()
+	if stopped(&r, run, "run", o.RunTimeout) {
 		return r
-	case run.timedOut:
-		r.Phase = environment.PhaseTimeout
-		r.Error = fmt.Sprintf("run timed out after %s", o.RunTimeout)
-		return r
-	case run.signal != 0 && (tc.exitCode == nil || *tc.exitCode != run.exitCode):
+	}
+	if run.signal != 0 && (tc.exitCode == nil || *tc.exitCode != run.exitCode) {
 		r.Error = "killed by signal " + run.signal.String()
 		return r
 	}
@@ -421,6 +410,21 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	}
 	r.Passed = true
 	return r
+}
+
+// stopped records in r a process (what: "compile" or "run") that could
+// not start or ran past its timeout, and reports whether it did.
+func stopped(r *environment.CaseResult, p procResult, what string, timeout time.Duration) bool {
+	switch {
+	case p.startErr != nil:
+		r.Error = p.startErr.Error()
+	case p.timedOut:
+		r.Phase = environment.PhaseTimeout
+		r.Error = fmt.Sprintf("%s timed out after %s", what, timeout)
+	default:
+		return false
+	}
+	return true
 }
 
 // reported returns the expected stdout as a CaseResult shows it.
