@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/trajlab/traj/trace/store"
@@ -15,9 +14,9 @@ import (
 // openTraceRef opens the trace a REF names: a trajectory id in the store
 // (storeFlag, else TRAJ_STORE, else ./runs), a trajectory folder, an
 // agent_trace.json path, or an s3://…/trajectories/<id> URL (package
-// trace/store/ref). It returns the reader and a display name for messages.
+// trace/store/ref). It returns the open file and a display name for messages.
 // Bad or unknown references exit with status 2.
-func openTraceRef(ctx context.Context, g *Globals, r, storeFlag string) (io.ReadCloser, string, error) {
+func openTraceRef(ctx context.Context, g *Globals, r, storeFlag string) (*os.File, string, error) {
 	t, err := ref.Resolve(ctx, r, location.Choose(storeFlag, os.Getenv), ref.Options{Store: location.Options{Logger: g.Logger}})
 	if err != nil {
 		return nil, "", &exitError{2, err}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -16,11 +17,16 @@ type TraceCmd struct {
 	Finalize TraceFinalizeCmd `cmd:"" help:"Close a trajectory whose run died and will not continue: session_end interrupted, repo.bundle, uploads."`
 }
 
+// traceRef names the trace a trace command reads.
+type traceRef struct {
+	Ref   string `arg:"" name:"ref" help:"Trace: a trajectory id in --store, a trajectory folder, an agent_trace.json path, or s3://bucket/prefix/trajectories/<id>."`
+	Store string `help:"Store for trajectory ids: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
+}
+
 // TraceShowCmd prints a trace summary.
 type TraceShowCmd struct {
-	Ref   string `arg:"" name:"ref" help:"Trace: a trajectory id in --store, a trajectory folder, an agent_trace.json path, or s3://bucket/prefix/trajectories/<id>."`
-	JSON  bool   `help:"Print the summary as JSON."`
-	Store string `help:"Store for trajectory ids: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
+	traceRef
+	JSON bool `help:"Print the summary as JSON."`
 }
 
 func (c *TraceShowCmd) Run(ctx context.Context, g *Globals) error {
@@ -44,9 +50,8 @@ func (c *TraceShowCmd) Run(ctx context.Context, g *Globals) error {
 // TraceValidateCmd validates a trace. Exit status 1 when the trace breaks
 // the contract (the first problem is printed), 2 when it cannot be read.
 type TraceValidateCmd struct {
-	Ref   string `arg:"" name:"ref" help:"Trace: a trajectory id in --store, a trajectory folder, an agent_trace.json path, or s3://bucket/prefix/trajectories/<id>."`
-	All   bool   `help:"Print every problem, not only the first."`
-	Store string `help:"Store for trajectory ids: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
+	traceRef
+	All bool `help:"Print every problem, not only the first."`
 }
 
 func (c *TraceValidateCmd) Run(ctx context.Context, g *Globals) error {
@@ -57,12 +62,11 @@ func (c *TraceValidateCmd) Run(ctx context.Context, g *Globals) error {
 	defer r.Close()
 	probs := trace.Validate(r)
 	if len(probs) == 0 {
-		r.Close()
-		r, _, err := openTraceRef(ctx, g, c.Ref, c.Store)
-		if err != nil {
-			return err
+		// Summarize reads the same file again (resolving the reference
+		// again could download or rebuild the trace a second time).
+		if _, err := r.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("read trace %s: %w", name, err)
 		}
-		defer r.Close()
 		s, err := trace.Summarize(r)
 		if err != nil {
 			return fmt.Errorf("read trace %s: %w", name, err)
