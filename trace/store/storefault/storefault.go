@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sync"
 
@@ -91,11 +92,7 @@ func (f *FailingStore) SetDown(down bool) {
 func (f *FailingStore) Injected() map[Fault]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[Fault]int, len(f.injected))
-	for k, v := range f.injected {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(f.injected)
 }
 
 // TotalInjected is the sum of Injected.
@@ -111,11 +108,7 @@ func (f *FailingStore) TotalInjected() int {
 func (f *FailingStore) Saved() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]int, len(f.saved))
-	for k, v := range f.saved {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(f.saved)
 }
 
 func (f *FailingStore) next() Fault {
