@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/trajlab/traj/trace/store"
@@ -119,9 +120,9 @@ func Sync(ctx context.Context, st store.Store, pendingPath string, opts Options)
 // supersededBy reports whether key is a trace chunk of a trajectory whose
 // agent_trace.json was uploaded.
 func supersededBy(key string, uploaded map[string]bool) bool {
-	dir := filepath.ToSlash(filepath.Dir(key)) // trajectories/<id>/chunks
-	if filepath.Base(dir)+"/" != store.ChunksDir {
+	dir := path.Dir(key) // trajectories/<id>/chunks
+	if path.Base(dir)+"/" != store.ChunksDir {
 		return false
 	}
-	return uploaded[filepath.ToSlash(filepath.Dir(dir))+"/"+store.TraceName]
+	return uploaded[path.Join(path.Dir(dir), store.TraceName)]
 }
