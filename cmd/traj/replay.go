@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/trajlab/traj/environment/ccompiler"
@@ -118,7 +119,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		paths = replay.DefaultTestPaths(recorded, env.TestPaths())
 	}
 	for _, p := range paths {
-		if !contains(env.TestPaths(), p) {
+		if !slices.Contains(env.TestPaths(), p) {
 			return &exitError{2, fmt.Errorf("test path %q is not available (public suites need --tests-dir or TRAJ_TESTS_DIR); available: %s", p, strings.Join(env.TestPaths(), ", "))}
 		}
 	}
@@ -158,15 +159,6 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	fmt.Fprintf(g.Stderr, "evaluated %d parts: %d commits, %d distinct trees, %d from cache, %d ms → %s\n",
 		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, c.Output)
 	return evalErr
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ReplayVerifyCmd checks a trajectory's integrity. Exit status: 0 when it
