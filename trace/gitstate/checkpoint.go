@@ -169,17 +169,19 @@ func (r *Repo) hashFile(rel string, mode filemode.FileMode) (plumbing.Hash, erro
 }
 
 // treeBuilder turns sorted index entries into tree objects, kept in memory
-// until flush so an unchanged workspace writes nothing.
+// (decoded for diff, encoded for flush) until flush so an unchanged
+// workspace writes nothing.
 type treeBuilder struct {
 	st    objectStore
 	trees map[plumbing.Hash]*object.Tree
+	objs  map[plumbing.Hash]plumbing.EncodedObject
 	// changed are the new trees diff visited: every other new tree equals
 	// a subtree of the parent commit and is stored already.
 	changed []plumbing.Hash
 }
 
 func newTreeBuilder(st objectStore) *treeBuilder {
-	return &treeBuilder{st: st, trees: map[plumbing.Hash]*object.Tree{}}
+	return &treeBuilder{st: st, trees: map[plumbing.Hash]*object.Tree{}, objs: map[plumbing.Hash]plumbing.EncodedObject{}}
 }
 
 type dirNode struct {
@@ -222,7 +224,7 @@ func (tb *treeBuilder) node(n *dirNode) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	h := obj.Hash()
-	tb.trees[h] = t
+	tb.trees[h], tb.objs[h] = t, obj
 	return h, nil
 }
 
@@ -244,7 +246,7 @@ func (tb *treeBuilder) flush() error {
 		if tb.st.HasEncodedObject(h) == nil {
 			continue
 		}
-		if _, err := writeObject(tb.st, tb.trees[h]); err != nil {
+		if _, err := tb.st.SetEncodedObject(tb.objs[h]); err != nil {
 			return err
 		}
 	}
