@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -230,7 +231,8 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("chain %d: seed %d", chain, seed)
 	rng := rand.New(rand.NewPCG(seed, uint64(chain)))
-	common := []string{"--script", "testdata/crash.jsonl", "--store", st, "--work-dir", work, "--json", "--timeout", "3m"}
+	// Only a new run names --timeout: a resume keeps the recorded one.
+	common := []string{"--script", "testdata/crash.jsonl", "--store", st, "--work-dir", work, "--json"}
 	traj1 := 1
 	id := func() string { return fmt.Sprintf("kill-%d-%d", chain, traj1) }
 	resumable := false
@@ -240,7 +242,7 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 		args := append([]string{"run", "--resume", id()}, common...)
 		if !resumable {
 			args = append([]string{"run", "--task", "testdata/tasks/e2e", "--model", "scripted/demo", "--max-parts", "40",
-				"--trajectory-id", id()}, common...)
+				"--trajectory-id", id(), "--timeout", "3m"}, common...)
 		}
 		p := startTraj(t, traj, bin, root, fmt.Sprintf("run-%d", runs), args...)
 		// Half the kills land in start-up or the first turn's set-up, half
@@ -341,6 +343,17 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 	tr := readTraceFile(t, filepath.Join(dir, "agent_trace.json"))
 	if tr.SessionEnd == nil || (finalize && tr.SessionEnd.Reason != trace.EndInterrupted) {
 		t.Fatalf("after %s: session_end %+v", args[0], tr.SessionEnd)
+	}
+	// Every resume kept the timeout the first run recorded (none named
+	// --timeout).
+	var rs orchestrator.RunState
+	if raw, err := os.ReadFile(filepath.Join(dir, orchestrator.RunStateName)); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(raw, &rs); err != nil {
+		t.Fatal(err)
+	}
+	if rs.TimeoutSec != 180 {
+		t.Fatalf("run.json timeout_seconds %d after %s, want the recorded 180", rs.TimeoutSec, args[0])
 	}
 	// The store holds the same trace, and its bundle has every commit with
 	// consistent checkpoint parentage.

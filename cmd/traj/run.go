@@ -21,11 +21,13 @@ import (
 // but the ones below), 3 for agent_error or envoi_error, 130 when
 // interrupted, 1 when it could not be set up or recorded, 2 for bad flags.
 type RunCmd struct {
-	Task         string        `help:"Built-in task name or a task folder (task.json + prompt.md)." default:"c-compiler"`
-	Model        string        `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5). Required unless --resume."`
-	MaxParts     int           `name:"max-parts" help:"Part budget: the run never records more parts. Required unless --resume (then: a larger budget)."`
-	Resume       string        `help:"Continue trajectory ID whose run died or ended early: same id and trace, parts continue, a continuation prompt; task, model and budget as recorded unless given." placeholder:"ID"`
-	Timeout      time.Duration `help:"Time the agent may work." default:"4h"`
+	Task     string `help:"Built-in task name or a task folder (task.json + prompt.md)." default:"c-compiler"`
+	Model    string `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5). Required unless --resume."`
+	MaxParts int    `name:"max-parts" help:"Part budget: the run never records more parts. Required unless --resume (then: a larger budget)."`
+	Resume   string `help:"Continue trajectory ID whose run died or ended early: same id and trace, parts continue, a continuation prompt; task, model and budget as recorded unless given." placeholder:"ID"`
+	// Timeout has no kong default: zero lets --resume keep the recorded
+	// timeout; a new run gets 4 h (orchestrator.Options).
+	Timeout      time.Duration `help:"Time the agent may work (default 4h; with --resume: the recorded one)."`
 	TrajectoryID string        `name:"trajectory-id" help:"Trajectory id (default: <task>-<time>-<random>)."`
 	Store        string        `help:"Artifact store: a folder, file:///abs/path or s3://bucket/prefix (default ./runs)." env:"TRAJ_STORE"`
 	WorkDir      string        `name:"work-dir" help:"Local folder for trajectory folders and sandboxes (default: the store folder if local, else ./runs)." env:"TRAJ_WORK_DIR" type:"path"`
