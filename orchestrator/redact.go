@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -47,26 +46,38 @@ func agentBaseEnv() []string {
 }
 
 // redactor replaces secret values (the OpenCode server password, API
-// keys, store credentials) in JSON. The agent can read them (a tool that
-// prints its environment), so they must be scrubbed on the way into the
-// trace, which is the one place everything the agent said is kept.
+// keys, store credentials) in the trace and in copied logs. The agent can
+// read them (a tool that prints its environment), so they must be scrubbed
+// on the way into the trace, which is the one place everything the agent
+// said is kept.
 type redactor struct {
-	old  [][]byte // each secret, raw and JSON-escaped
+	old  [][]byte // each secret: raw, and as it looks inside a JSON string
 	repl []byte
 }
 
 func newRedactor(secrets []string) *redactor {
 	r := &redactor{repl: []byte(Redacted)}
 	seen := map[string]bool{}
+	add := func(b []byte) {
+		if !seen[string(b)] {
+			seen[string(b)] = true
+			r.old = append(r.old, b)
+		}
+	}
 	for _, s := range secrets {
-		if len(s) < minSecretLen || seen[s] {
+		if len(s) < minSecretLen {
 			continue
 		}
-		seen[s] = true
-		r.old = append(r.old, []byte(s))
-		if esc, err := json.Marshal(s); err == nil {
-			if e := esc[1 : len(esc)-1]; !bytes.Equal(e, []byte(s)) {
-				r.old = append(r.old, e)
+		add([]byte(s))
+		// Inside JSON: escaped with and without HTML escaping (servers
+		// differ; the trace writer does not escape HTML).
+		for _, html := range []bool{true, false} {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(s); err == nil {
+				esc := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+				add(esc[1 : len(esc)-1])
 			}
 		}
 	}
@@ -75,28 +86,112 @@ func newRedactor(secrets []string) *redactor {
 	return r
 }
 
-// bytes returns b with every secret replaced; b itself when none occurs.
-func (r *redactor) bytes(b []byte) []byte {
+// bytes returns b with every secret replaced, and whether one was; b
+// itself when none occurs.
+func (r *redactor) bytes(b []byte) ([]byte, bool) {
+	changed := false
 	for _, s := range r.old {
 		if bytes.Contains(b, s) {
-			b = bytes.ReplaceAll(b, s, r.repl)
+			b, changed = bytes.ReplaceAll(b, s, r.repl), true
 		}
 	}
-	return b
+	return b, changed
 }
 
-func (r *redactor) string(s string) string {
+func (r *redactor) string(s string) (string, bool) {
+	changed := false
 	for _, o := range r.old {
-		s = strings.ReplaceAll(s, string(o), Redacted)
+		if strings.Contains(s, string(o)) {
+			s, changed = strings.ReplaceAll(s, string(o), Redacted), true
+		}
 	}
-	return s
+	return s, changed
 }
 
-func (r *redactor) raws(list []json.RawMessage) []json.RawMessage {
-	for i, m := range list {
-		list[i] = r.bytes(m)
+// each applies f to every element of list, and reports whether any
+// changed; the list is copied on the first change, so the caller's backing
+// array is never written.
+func each[T any](list []T, f func(T) (T, bool)) ([]T, bool) {
+	out, changed := list, false
+	for i, v := range list {
+		if c, ch := f(v); ch {
+			if !changed {
+				out, changed = slices.Clone(list), true
+			}
+			out[i] = c
+		}
 	}
-	return list
+	return out, changed
+}
+
+func (r *redactor) raw(m json.RawMessage) (json.RawMessage, bool) { return r.bytes(m) }
+
+// scrub redacts fields in place and remembers whether any changed.
+type scrub struct {
+	r       *redactor
+	changed bool
+}
+
+func (s *scrub) str(p *string) {
+	var ch bool
+	*p, ch = s.r.string(*p)
+	s.changed = s.changed || ch
+}
+
+func (s *scrub) raw(p *json.RawMessage) {
+	var ch bool
+	*p, ch = s.r.raw(*p)
+	s.changed = s.changed || ch
+}
+
+func (s *scrub) strs(p *[]string) {
+	var ch bool
+	*p, ch = each(*p, s.r.string)
+	s.changed = s.changed || ch
+}
+
+func (s *scrub) raws(p *[]json.RawMessage) {
+	var ch bool
+	*p, ch = each(*p, s.r.raw)
+	s.changed = s.changed || ch
+}
+
+// part replaces every secret in p's strings and raw JSON (the marshalled
+// part is scanned nowhere: the writer marshals it once). Fields of p are
+// replaced, never the slices or records they point to.
+func (r *redactor) part(p *trace.Part) {
+	s := &scrub{r: r}
+	for _, f := range []*string{&p.Timestamp, &p.Prompt, &p.MessageID, &p.GitCommit, &p.SessionID, &p.PartID, &p.PartType, &p.Tool} {
+		s.str(f)
+	}
+	s.raw(&p.Content)
+	s.raws(&p.Sessions)
+	s.raws(&p.NewMessages)
+	s.raws(&p.OtherParts)
+	s.strs(&p.SessionIDs)
+	p.EnvoiCalls, _ = each(p.EnvoiCalls, func(c trace.EnvoiCall) (trace.EnvoiCall, bool) {
+		cs := &scrub{r: r}
+		cs.str(&c.Path)
+		cs.str(&c.Timestamp)
+		cs.str(&c.CallID)
+		cs.raw(&c.Result)
+		if c.Error != nil {
+			e := *c.Error
+			cs.str(&e)
+			c.Error = &e
+		}
+		return c, cs.changed
+	})
+	if p.RepoCheckpoint != nil {
+		c := *p.RepoCheckpoint
+		cs := &scrub{r: r}
+		cs.str(&c.CommitBefore)
+		cs.str(&c.CommitAfter)
+		cs.strs(&c.ChangedFiles)
+		if cs.changed {
+			p.RepoCheckpoint = &c
+		}
+	}
 }
 
 // redactingWriter scrubs secrets from everything the loop writes to the
@@ -116,29 +211,19 @@ func redactTrace(w TraceWriter, secrets []string) TraceWriter {
 }
 
 func (w *redactingWriter) BeginTurn(t trace.TurnStart) error {
-	t.Prompt = w.r.string(t.Prompt)
+	t.Prompt, _ = w.r.string(t.Prompt)
 	return w.TraceWriter.BeginTurn(t)
 }
 
 // AppendPart redacts the whole record: raw server objects, prompt, tool
-// results in envoi calls. The caller's record is rewritten in place, so
-// what it publishes afterwards is clean too.
+// results in envoi calls, every string. The caller's record gets the
+// redacted fields, so what it publishes afterwards is clean too.
 func (w *redactingWriter) AppendPart(p *trace.Part) error {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("redact part %d: %w", p.Part, err)
-	}
-	if clean := w.r.bytes(raw); !bytes.Equal(clean, raw) {
-		var cp trace.Part
-		if err := json.Unmarshal(clean, &cp); err != nil {
-			return fmt.Errorf("redact part %d: %w", p.Part, err)
-		}
-		*p = cp
-	}
+	w.r.part(p)
 	return w.TraceWriter.AppendPart(p)
 }
 
 func (w *redactingWriter) EndTurn(end trace.TurnEnd) error {
-	end.TrailingParts = w.r.raws(end.TrailingParts)
+	end.TrailingParts, _ = each(end.TrailingParts, w.r.raw)
 	return w.TraceWriter.EndTurn(end)
 }
