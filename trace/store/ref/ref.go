@@ -252,20 +252,6 @@ func (t *Trajectory) TracePath(ctx context.Context) (path string, rebuilt bool, 
 // before its last uploaded chunk because one in between is missing.
 var ErrPartial = errors.New("partial trace")
 
-// OpenTrace opens the trajectory's trace (see TracePath; a partial rebuild
-// is opened, not refused).
-func (t *Trajectory) OpenTrace(ctx context.Context) (io.ReadCloser, error) {
-	p, _, err := t.TracePath(ctx)
-	if err != nil && !errors.Is(err, ErrPartial) {
-		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("open trace of %s: %w", t.ID, err)
-	}
-	return f, nil
-}
-
 // BundlePaths returns local git bundles holding the trajectory's history:
 // repo.bundle, or when it is missing the history/ bundles in part order
 // (each one's prerequisites are in the ones before it).

@@ -148,7 +148,7 @@ func TestFolderAndFile(t *testing.T) {
 		if err != nil || p != tracePath {
 			t.Fatalf("%s: trace path %s, %v; want %s", r, p, err, tracePath)
 		}
-		rc, err := tr.OpenTrace(ctx)
+		rc, err := os.Open(p)
 		if err != nil {
 			t.Fatal(err)
 		}
