@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProgressBar draws evaluate's progress on w: on a terminal one bar
@@ -70,14 +72,15 @@ func (b *ProgressBar) elapsed() time.Duration {
 	return time.Since(b.start).Round(100 * time.Millisecond)
 }
 
-// IsTerminal reports whether w is a character device (a terminal).
+// IsTerminal reports whether w is a terminal (a file that answers the
+// terminal ioctl; /dev/null, a character device too, does not).
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func short(commit string) string {

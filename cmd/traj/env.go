@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/replay"
 )
 
 // EnvCmd groups the test-environment commands.
@@ -86,7 +84,7 @@ func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
 // progressPrinter shows cases done/total: one updating line on a terminal,
 // otherwise a plain line at every tenth of the run.
 func progressPrinter(w io.Writer) func(done, total int) {
-	if envIsTerminal(w) {
+	if replay.IsTerminal(w) {
 		return func(done, total int) {
 			fmt.Fprintf(w, "\r\x1b[Kcases %d/%d", done, total)
 			if done == total {
@@ -101,13 +99,4 @@ func progressPrinter(w io.Writer) func(done, total int) {
 			fmt.Fprintf(w, "cases %d/%d\n", done, total)
 		}
 	}
-}
-
-func envIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
