@@ -45,7 +45,7 @@ type CLI struct {
 	Report ReportCmd `cmd:"" help:"Summarise every trajectory in a store: table, HTML charts, JSON, CSV."`
 	Run    RunCmd    `cmd:"" help:"Record a trajectory: run the agent on a task within a part budget."`
 	Sync   SyncCmd   `cmd:"" help:"Upload a trajectory recorded while its store was unreachable."`
-	Trace  TraceCmd  `cmd:"" help:"Inspect a trace: show a summary, validate it."`
+	Trace  TraceCmd  `cmd:"" help:"Inspect a trace (show a summary, validate it) or finalize a trajectory whose run died."`
 }
 
 func main() {
