@@ -359,9 +359,6 @@ func (w *Writer) Header() Header { return w.header }
 // AppendPart must carry LastPart()+1.
 func (w *Writer) LastPart() int { return w.lastPart }
 
-// LastTurn is the number of the last turn begun (0 for none).
-func (w *Writer) LastTurn() int { return w.lastTurn }
-
 // Turns is the number of turns begun.
 func (w *Writer) Turns() int { return w.turns }
 
@@ -377,9 +374,6 @@ func (w *Writer) LastCommit() string { return w.lastCommit }
 // Offset is the length of the fixed part of the document: bytes before it
 // never change.
 func (w *Writer) Offset() int64 { return w.stableEnd }
-
-// Path is the canonical trace path.
-func (w *Writer) Path() string { return w.path }
 
 // BeginTurn opens a turn. A turn that is still open is ended first.
 func (w *Writer) BeginTurn(t TurnStart) error {

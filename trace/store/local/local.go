@@ -22,7 +22,7 @@ import (
 // tempPrefix marks files being written; List skips them.
 const tempPrefix = ".tmp-"
 
-// Store keeps objects as files under Root.
+// Store keeps objects as files under its root folder.
 type Store struct {
 	root string
 }
@@ -43,9 +43,6 @@ func Open(dir string) (*Store, error) {
 	}
 	return &Store{root: abs}, nil
 }
-
-// Root is the store's absolute folder.
-func (s *Store) Root() string { return s.root }
 
 // LocalPath returns the file that holds key (whether or not it exists).
 func (s *Store) LocalPath(key string) (string, error) {

@@ -275,13 +275,6 @@ func (c *countingSource) Open() (rc io.ReadCloser, size int64, err error) {
 	return rc, size, err
 }
 
-// Stats returns the counters so far.
-func (u *Uploader) Stats() Stats {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.stats
-}
-
 // wait blocks until nothing is queued or running, or ctx ends.
 func (u *Uploader) wait(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
