@@ -118,6 +118,11 @@ func (h *History) Checkout(ctx context.Context, commit, dir string) error {
 	if ok, err := h.HasCommit(ctx, commit); err != nil || !ok {
 		return fmt.Errorf("commit %s is not in the bundle: %w", commit, gitstate.ErrUnknownCommit)
 	}
+	return h.clone(ctx, dir, gitstate.CloneOptions{Commit: commit})
+}
+
+// clone clones the bundles, in order, into dir.
+func (h *History) clone(ctx context.Context, dir string, opts gitstate.CloneOptions) error {
 	var readers []io.Reader
 	for _, p := range h.paths {
 		f, err := os.Open(p)
@@ -127,7 +132,7 @@ func (h *History) Checkout(ctx context.Context, commit, dir string) error {
 		defer f.Close()
 		readers = append(readers, f)
 	}
-	_, err := gitstate.CloneFromBundles(ctx, dir, gitstate.CloneOptions{Commit: commit}, readers...)
+	_, err := gitstate.CloneFromBundles(ctx, dir, opts, readers...)
 	return err
 }
 
@@ -175,17 +180,7 @@ func (h *History) makeMirror(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("make export clone: %w", err)
 	}
-	var readers []io.Reader
-	for _, p := range h.paths {
-		f, err := os.Open(p)
-		if err != nil {
-			os.RemoveAll(dir)
-			return fmt.Errorf("read bundle: %w", err)
-		}
-		defer f.Close()
-		readers = append(readers, f)
-	}
-	if _, err := gitstate.CloneFromBundles(ctx, dir, gitstate.CloneOptions{}, readers...); err != nil {
+	if err := h.clone(ctx, dir, gitstate.CloneOptions{}); err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("make export clone: %w", err)
 	}
