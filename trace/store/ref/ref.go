@@ -230,9 +230,9 @@ func (t *Trajectory) TracePath(ctx context.Context) (path string, rebuilt bool, 
 	}
 	dst := filepath.Join(dir, "rebuilt-"+store.TraceName)
 	var rep chunk.Report
-	werr := writeAtomic(dst, time.Time{}, func(w io.Writer) error {
+	werr := writeAtomic(dst, time.Time{}, func(f *os.File) error {
 		var err error
-		rep, err = codec.Rebuild(ctx, t.Store, t.Prefix, w)
+		rep, err = codec.Rebuild(ctx, t.Store, t.Prefix, f)
 		return err
 	})
 	if werr != nil {
@@ -308,9 +308,9 @@ func (t *Trajectory) fetch(ctx context.Context, key string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", fmt.Errorf("create cache folder: %w", err)
 	}
-	err = writeAtomic(dst, fi.ModTime, func(w io.Writer) error {
+	err = writeAtomic(dst, fi.ModTime, func(f *os.File) error {
 		return t.Store.Load(ctx, key, func(r io.Reader) error {
-			f := w.(*os.File)
+			// A retried Load starts again: drop what an earlier try wrote.
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
@@ -329,7 +329,7 @@ func (t *Trajectory) fetch(ctx context.Context, key string) (string, error) {
 
 // writeAtomic writes dst through a temp file and a rename, and stamps it
 // with mtime when set.
-func writeAtomic(dst string, mtime time.Time, fill func(io.Writer) error) error {
+func writeAtomic(dst string, mtime time.Time, fill func(*os.File) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".download-*")
 	if err != nil {
 		return err
