@@ -3,7 +3,8 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -95,14 +96,7 @@ type PartEvaluation struct {
 type PartMap[T any] map[int]T
 
 // Keys returns the part indices in order.
-func (m PartMap[T]) Keys() []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	return keys
-}
+func (m PartMap[T]) Keys() []int { return slices.Sorted(maps.Keys(m)) }
 
 // MarshalJSON encodes m as an object with keys in numeric order.
 func (m PartMap[T]) MarshalJSON() ([]byte, error) {

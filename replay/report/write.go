@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -79,12 +80,7 @@ func (r Report) suiteNames() []string {
 			m[s.Suite] = true
 		}
 	}
-	out := make([]string, 0, len(m))
-	for s := range m {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // WriteHTML writes r as one self-contained page: inline CSS and SVG, no
@@ -97,11 +93,7 @@ func WriteHTML(w io.Writer, r Report) error {
 		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i), End: t.Parts})
 		tv := trajView{T: t}
 		var ss []series
-		names := make([]string, 0, len(t.SuiteByPart))
-		for n := range t.SuiteByPart {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(t.SuiteByPart))
 		if len(names) > 1 {
 			for j, n := range names {
 				ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j), End: t.Parts})
