@@ -1,6 +1,10 @@
 package replay
 
-import "sort"
+import (
+	"maps"
+	"slices"
+	"sort"
+)
 
 // Attribution says which parts moved one test: the part that first made it
 // pass, the parts after which it went from passing to failing, and the parts
@@ -36,11 +40,7 @@ func Attribute(parts []int, resultAt func(part int) (Result, bool)) map[string]*
 		}
 		states[i] = st
 	}
-	ids := make([]string, 0, len(all))
-	for id := range all {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(all))
 	out := make(map[string]*Attribution, len(ids))
 	for _, id := range ids {
 		a := &Attribution{BrokenAt: []int{}, FixedAt: []int{}}

@@ -1,7 +1,8 @@
 package replay
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -39,14 +40,7 @@ func (r Result) Totals() (passed, failed, total int) {
 }
 
 // SuitePaths returns the suite paths in sorted order.
-func (r Result) SuitePaths() []string {
-	out := make([]string, 0, len(r.Suites))
-	for p := range r.Suites {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
+func (r Result) SuitePaths() []string { return slices.Sorted(maps.Keys(r.Suites)) }
 
 // PassRate is passed/total, or 0 when nothing ran.
 func PassRate(passed, total int) float64 {
