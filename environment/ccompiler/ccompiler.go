@@ -50,7 +50,6 @@ type Config struct {
 // Env is the C-compiler environment. It is immutable after New and safe for
 // concurrent use on different workspaces.
 type Env struct {
-	root    string
 	suites  map[string]suite
 	order   []string // suite names in path order
 	paths   []string
@@ -81,7 +80,7 @@ func New(cfg Config) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{root: root, suites: map[string]suite{SuiteBasics: basics}}
+	e := &Env{suites: map[string]suite{SuiteBasics: basics}}
 	e.suites[SuiteCTestsuite] = loadCTestsuite(root, h)
 	e.suites[SuiteTorture] = loadTorture(root, h)
 	e.suites[SuiteWacct] = loadWacct(root, h)
