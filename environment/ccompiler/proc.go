@@ -14,24 +14,17 @@ import (
 // a program printing forever cannot exhaust memory; it never fails a write
 // (the child would otherwise die of SIGPIPE and hide the real outcome).
 type cappedBuffer struct {
-	mu        sync.Mutex
-	buf       []byte
-	limit     int
-	truncated bool
+	mu    sync.Mutex
+	buf   []byte
+	limit int
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	room := b.limit - len(b.buf)
-	if room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.buf = append(b.buf, p[:room]...)
-		}
-		return len(p), nil
+	if room := b.limit - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
 	}
-	b.buf = append(b.buf, p...)
 	return len(p), nil
 }
 
