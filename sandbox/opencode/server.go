@@ -70,11 +70,11 @@ type Server struct {
 	Port   int
 	Client *Client
 
-	binary   string
-	secrets  []string
-	svc      sandbox.Service
-	stateDir string
-	logPath  string
+	binary  string
+	secrets []string
+	svc     sandbox.Service
+	pwFile  string // PasswordFile(trajectory)
+	logPath string
 }
 
 // Paths of a trajectory's OpenCode state, under <trajectory>/opencode:
@@ -136,7 +136,8 @@ func Start(ctx context.Context, sb Sandbox, opts ServerOptions) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("start opencode: %w", err)
 	}
-	if err := writeSecret(PasswordFile(traj), password); err != nil {
+	pwFile := PasswordFile(traj)
+	if err := writeSecret(pwFile, password); err != nil {
 		return nil, fmt.Errorf("start opencode: %w", err)
 	}
 
@@ -150,15 +151,15 @@ func Start(ctx context.Context, sb Sandbox, opts ServerOptions) (*Server, error)
 		Dir:  sb.Workspace(), Env: env, Grace: opts.Grace,
 	})
 	if err != nil {
-		os.Remove(PasswordFile(traj))
+		os.Remove(pwFile)
 		return nil, fmt.Errorf("start opencode: %w", err)
 	}
-	s := &Server{binary: opts.Binary, svc: svc, stateDir: dir, logPath: logPath, secrets: secretValues(password, opts)}
+	s := &Server{binary: opts.Binary, svc: svc, pwFile: pwFile, logPath: logPath, secrets: secretValues(password, opts)}
 	// However the server ends (Stop, the sandbox's Stop, ctx, a crash), the
 	// password file goes with it.
 	go func() {
 		<-svc.Done()
-		os.Remove(PasswordFile(traj))
+		os.Remove(pwFile)
 	}()
 	started := time.Now()
 	if err := s.waitReady(ctx, password, offset, opts.ReadyTimeout); err != nil {
@@ -301,7 +302,7 @@ func secretValues(password string, opts ServerOptions) []string {
 // Stop stops the server's process group and removes the password file.
 func (s *Server) Stop() error {
 	err := s.svc.Stop()
-	if rerr := os.Remove(filepath.Join(s.stateDir, "password")); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+	if rerr := os.Remove(s.pwFile); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
 		err = rerr
 	}
 	return err
@@ -323,7 +324,7 @@ func (s *Server) LogPath() string { return s.logPath }
 // the live session. It holds no secret: the password is read from the
 // 0600 password file when the command runs.
 func (s *Server) AttachCommand(sessionID string) string {
-	cmd := "OPENCODE_SERVER_PASSWORD=\"$(cat " + shellQuote(filepath.Join(s.stateDir, "password")) + ")\" " +
+	cmd := "OPENCODE_SERVER_PASSWORD=\"$(cat " + shellQuote(s.pwFile) + ")\" " +
 		shellQuote(s.binary) + " attach " + s.URL
 	if sessionID != "" {
 		cmd += " --session " + shellQuote(sessionID)

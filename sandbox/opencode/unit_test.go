@@ -442,7 +442,7 @@ func TestSendPromptRetries(t *testing.T) {
 }
 
 func TestAttachCommandAndEnv(t *testing.T) {
-	s := &Server{URL: "http://127.0.0.1:4242", binary: "/opt/open code/opencode", stateDir: "/t/opencode"}
+	s := &Server{URL: "http://127.0.0.1:4242", binary: "/opt/open code/opencode", pwFile: "/t/opencode/password"}
 	got := s.AttachCommand("ses_abc")
 	want := `OPENCODE_SERVER_PASSWORD="$(cat /t/opencode/password)" '/opt/open code/opencode' attach http://127.0.0.1:4242 --session ses_abc`
 	if got != want {
