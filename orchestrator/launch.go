@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -87,8 +86,10 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 	}
 	l := &launched{}
 	var (
-		stops   []func()
-		secrets []string
+		stops []func()
+		// secrets grows as services start; Stop redacts the logs with
+		// what it holds by then.
+		secrets = storeSecrets(os.Getenv)
 		srv     *opencode.Server
 	)
 	var once sync.Once
@@ -209,7 +210,8 @@ func launch(ctx context.Context, spec launchSpec) (_ *launched, err error) {
 	l.RootSession = raw(session.Raw, session)
 	l.Attach = srv.AttachCommand(session.ID)
 	l.ReadToolOutput = readInside(filepath.Join(spec.SandboxDir, "opencode"))
-	l.Secrets = append(append(secrets, srv.Secrets()...), storeSecrets(os.Getenv)...)
+	secrets = append(secrets, srv.Secrets()...)
+	l.Secrets = secrets
 	return l, nil
 }
 
@@ -322,12 +324,13 @@ func translate(ev opencode.Event) (Event, bool) {
 }
 
 // copyLogs copies the sandbox's service logs into the trajectory's logs/
-// folder with every secret replaced by "[redacted]".
+// folder with every secret redacted as in the trace.
 func copyLogs(from, to string, secrets []string, log *slog.Logger) {
 	ents, err := os.ReadDir(from)
 	if err != nil {
 		return
 	}
+	r := newRedactor(secrets)
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
@@ -337,11 +340,7 @@ func copyLogs(from, to string, secrets []string, log *slog.Logger) {
 			log.Warn("copy log", "file", e.Name(), "err", err)
 			continue
 		}
-		for _, s := range secrets {
-			if s != "" {
-				b = bytes.ReplaceAll(b, []byte(s), []byte("[redacted]"))
-			}
-		}
+		b, _ = r.bytes(b)
 		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
 			log.Warn("copy log", "file", e.Name(), "err", err)
 		}
