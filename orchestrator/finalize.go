@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,16 +64,17 @@ func Finalize(ctx context.Context, l *Located, opts FinalizeOptions) (*FinalizeR
 		return nil, err
 	}
 	res := &FinalizeResult{Result: Result{TrajectoryID: l.ID, Dir: l.Dir, Workspace: l.State.Workspace}}
-	fin, err := traceFinished(l.TracePath())
+	// Everything that only reads comes first, so a failure changes nothing.
+	sum, err := scanTrace(l.TracePath())
 	if err != nil {
-		return nil, fmt.Errorf("finalize %s: %w", l.ID, err)
+		return nil, fmt.Errorf("finalize %s: read trace %s: %w", l.ID, l.TracePath(), err)
 	}
-	if fin {
+	if sum.finished {
 		res.AlreadyFinished = true
-		if err := finishedState(l); err != nil {
+		if err := finishedState(l, sum); err != nil {
 			return nil, err
 		}
-	} else if err := finalizeTrace(ctx, l, opts, res); err != nil {
+	} else if err := finalizeTrace(ctx, l, sum, opts, res); err != nil {
 		return nil, err
 	}
 	sr, err := Sync(ctx, l, opts.Logger)
@@ -88,12 +88,9 @@ func Finalize(ctx context.Context, l *Located, opts FinalizeOptions) (*FinalizeR
 	return res, nil
 }
 
-func finalizeTrace(ctx context.Context, l *Located, opts FinalizeOptions, res *FinalizeResult) error {
-	// Everything that only reads comes first, so a failure changes nothing.
-	sum, err := scanTrace(l.TracePath())
-	if err != nil {
-		return fmt.Errorf("finalize %s: read trace: %w", l.ID, err)
-	}
+// finalizeTrace closes the unfinished trace sum describes: the workspace
+// (or a rebuilt repository) is opened before anything is written.
+func finalizeTrace(ctx context.Context, l *Located, sum *traceSummary, opts FinalizeOptions, res *FinalizeResult) error {
 	repo, cleanup, err := historyRepo(ctx, l, sum.lastCommit)
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", l.ID, err)
@@ -133,7 +130,7 @@ func finalizeTrace(ctx context.Context, l *Located, opts FinalizeOptions, res *F
 	res.End, res.Artifacts = end, artifacts
 	keepLogs(l, opts.Logger)
 	l.State.Status, l.State.EndedAt, l.State.Reason, l.State.PID = "finished", end.EndedAt, end.Reason, 0
-	return saveRunState(l)
+	return writeRunState(l.Dir, l.State)
 }
 
 // keepLogs copies the services' logs of a run that died before it could
@@ -156,33 +153,14 @@ func keepLogs(l *Located, log *slog.Logger) {
 }
 
 // finishedState brings run.json up to date with a trace that already has
-// its session_end (the process died between the two writes).
-func finishedState(l *Located) error {
+// its session_end, sum (the process died between the two writes).
+func finishedState(l *Located, sum *traceSummary) error {
 	if l.State.Status == "finished" {
 		return nil
 	}
-	var end *trace.SessionEnd
-	f, err := os.Open(l.TracePath())
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := trace.Scan(f, trace.Visitor{OnEnd: func(t *trace.Trace) error { end = t.SessionEnd; return nil }}); err != nil {
-		return fmt.Errorf("read trace: %w", err)
-	}
 	l.State.Status, l.State.PID = "finished", 0
-	if end != nil {
-		l.State.EndedAt, l.State.Reason = end.EndedAt, end.Reason
-	}
-	return saveRunState(l)
-}
-
-func saveRunState(l *Located) error {
-	raw, err := json.MarshalIndent(l.State, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode run state: %w", err)
-	}
-	return writeFileAtomic(filepath.Join(l.Dir, RunStateName), append(raw, '\n'))
+	l.State.EndedAt, l.State.Reason = sum.endedAt, sum.reason
+	return writeRunState(l.Dir, l.State)
 }
 
 // traceFinished reports whether the trace has its session_end.
@@ -210,7 +188,8 @@ type traceSummary struct {
 	// lastTurnOpen: the last turn has no ended_at (the process died in it).
 	lastTurnOpen bool
 	finished     bool
-	reason       string // session_end.reason when finished
+	// reason and endedAt are session_end's when finished.
+	reason, endedAt string
 }
 
 func scanTrace(path string) (*traceSummary, error) {
@@ -240,7 +219,7 @@ func scanTrace(path string) (*traceSummary, error) {
 		},
 		OnEnd: func(t *trace.Trace) error {
 			if s.finished = t.SessionEnd != nil; s.finished {
-				s.reason = t.SessionEnd.Reason
+				s.reason, s.endedAt = t.SessionEnd.Reason, t.SessionEnd.EndedAt
 			}
 			return nil
 		},

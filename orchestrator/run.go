@@ -268,12 +268,15 @@ func (r *run) makeFolders(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) saveState() error {
-	raw, err := json.MarshalIndent(r.state, "", "  ")
+func (r *run) saveState() error { return writeRunState(r.dir, r.state) }
+
+// writeRunState writes run.json into the trajectory folder dir.
+func writeRunState(dir string, st RunState) error {
+	raw, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(r.dir, RunStateName), append(raw, '\n'))
+	return writeFileAtomic(filepath.Join(dir, RunStateName), append(raw, '\n'))
 }
 
 func writeFileAtomic(path string, data []byte) error {
