@@ -78,13 +78,17 @@ type PartDelta struct {
 	Delta     string `json:"delta"`
 }
 
-// ParseEvent decodes one event's JSON.
-func ParseEvent(data []byte) (Event, error) {
+// ParseEvent decodes one event's JSON (data is copied, not kept).
+func ParseEvent(data []byte) (Event, error) { return parseEvent(bytes.Clone(data)) }
+
+// parseEvent is ParseEvent keeping data itself as the event's Raw (the
+// stream reads each event into a fresh buffer).
+func parseEvent(data []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(data, &e); err != nil {
 		return Event{}, fmt.Errorf("event: %w", err)
 	}
-	e.Raw = append(json.RawMessage(nil), data...)
+	e.Raw = data
 	if len(e.Properties) == 0 {
 		return e, nil
 	}
@@ -274,7 +278,7 @@ func (s *Stream) next(cn *conn) (Event, error) {
 			if len(data) == 0 {
 				continue
 			}
-			return ParseEvent(data)
+			return parseEvent(data)
 		}
 		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 			v = bytes.TrimPrefix(v, []byte(" "))
