@@ -101,8 +101,8 @@ func (c *BlobCache) Put(ctx context.Context, key string, e CacheEntry) error {
 	return nil
 }
 
-// MemCache is an in-memory Cache, for one process (for example when no
-// store is configured).
+// MemCache is an in-memory Cache for one process (tests; the CLI always
+// caches in a store, or not at all with --no-cache).
 type MemCache struct {
 	mu sync.Mutex
 	m  map[string]CacheEntry
