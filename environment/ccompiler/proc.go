@@ -55,6 +55,7 @@ func runProc(ctx context.Context, timeout time.Duration, limit int, combine bool
 	cmd := exec.CommandContext(tctx, name, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	killWithParent(cmd.SysProcAttr)
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
