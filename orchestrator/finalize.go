@@ -110,26 +110,16 @@ func finalizeTrace(ctx context.Context, l *Located, sum *traceSummary, opts Fina
 		}
 		final = cp.CommitAfter
 	}
-	if err := writeFullBundle(ctx, repo.Repo, filepath.Join(l.Dir, store.BundleName)); err != nil {
-		return fmt.Errorf("finalize %s: %w", l.ID, err)
-	}
 	tok, cost := sum.tokens, sum.cost
 	end := trace.SessionEnd{Reason: opts.Reason, FinalGitCommit: final, EndedAt: trace.Timestamp(opts.Now()),
 		Detail: opts.Detail, Tokens: &tok, Cost: &cost}
-	artifacts := map[string]string{
-		trace.ArtifactTrace:  l.Store.URI(store.TraceKey(l.ID)),
-		trace.ArtifactBundle: l.Store.URI(store.BundleKey(l.ID)),
-	}
-	if err := w.Finish(end, artifacts); err != nil {
+	artifacts, err := closeTrace(ctx, w, repo.Repo, l.Store, l.ID, l.Dir, &end, opts.Logger)
+	if err != nil {
 		return fmt.Errorf("finalize %s: %w", l.ID, err)
-	}
-	end.TotalParts, end.TotalTurns = w.LastPart(), w.Turns()
-	if err := w.RemoveShadow(); err != nil {
-		opts.Logger.Warn("remove trace shadow", "err", err)
 	}
 	res.End, res.Artifacts = end, artifacts
 	keepLogs(l, opts.Logger)
-	l.State.Status, l.State.EndedAt, l.State.Reason, l.State.PID = "finished", end.EndedAt, end.Reason, 0
+	l.State.finished(end)
 	return writeRunState(l.Dir, l.State)
 }
 
@@ -158,8 +148,7 @@ func finishedState(l *Located, sum *traceSummary) error {
 	if l.State.Status == "finished" {
 		return nil
 	}
-	l.State.Status, l.State.PID = "finished", 0
-	l.State.EndedAt, l.State.Reason = sum.endedAt, sum.reason
+	l.State.finished(trace.SessionEnd{EndedAt: sum.endedAt, Reason: sum.reason})
 	return writeRunState(l.Dir, l.State)
 }
 

@@ -270,6 +270,34 @@ func (r *run) makeFolders(ctx context.Context) error {
 
 func (r *run) saveState() error { return writeRunState(r.dir, r.state) }
 
+// finished marks the trajectory finished with end.
+func (s *RunState) finished(end trace.SessionEnd) {
+	s.Status, s.EndedAt, s.Reason, s.PID = "finished", end.EndedAt, end.Reason, 0
+}
+
+// closeTrace writes repo.bundle of repo into the trajectory folder dir,
+// then end (its totals filled in on return) and the artifacts into the
+// trace, and removes the trace's shadow: the bundle exists before the
+// trace names it.
+func closeTrace(ctx context.Context, w *trace.Writer, repo *gitstate.Repo, st store.Store, id, dir string,
+	end *trace.SessionEnd, log *slog.Logger) (map[string]string, error) {
+	if err := writeFullBundle(ctx, repo, filepath.Join(dir, store.BundleName)); err != nil {
+		return nil, err
+	}
+	artifacts := map[string]string{
+		trace.ArtifactTrace:  st.URI(store.TraceKey(id)),
+		trace.ArtifactBundle: st.URI(store.BundleKey(id)),
+	}
+	if err := w.Finish(*end, artifacts); err != nil {
+		return nil, err
+	}
+	end.TotalParts, end.TotalTurns = w.LastPart(), w.Turns()
+	if err := w.RemoveShadow(); err != nil {
+		log.Warn("remove trace shadow", "err", err)
+	}
+	return artifacts, nil
+}
+
 // writeRunState writes run.json into the trajectory folder dir.
 func writeRunState(dir string, st RunState) error {
 	raw, err := json.MarshalIndent(st, "", "  ")
@@ -416,32 +444,20 @@ func (r *run) finish(ctx context.Context, out Outcome, pub *HistoryPublisher, lo
 			r.log.Warn("history bundle of the final checkpoint", "err", err)
 		}
 	}
-	artifacts := map[string]string{
-		trace.ArtifactTrace:  r.st.URI(store.TraceKey(r.id)),
-		trace.ArtifactBundle: r.st.URI(store.BundleKey(r.id)),
-	}
 	end := trace.SessionEnd{Reason: out.Reason, FinalGitCommit: final.CommitAfter,
 		EndedAt: trace.Timestamp(r.opts.Now()), Detail: out.Detail}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
-	bundlePath := filepath.Join(r.dir, store.BundleName)
-	if err := writeFullBundle(ctx, r.repo, bundlePath); err != nil {
-		return res, fmt.Errorf("write %s: %w", store.BundleName, err)
-	}
-	if err := r.writer.Finish(end, artifacts); err != nil {
+	artifacts, err := closeTrace(ctx, r.writer, r.repo, r.st, r.id, r.dir, &end, r.log)
+	if err != nil {
 		return res, err
 	}
 	res.End, res.Artifacts = end, artifacts
-	res.End.TotalParts, res.End.TotalTurns = r.writer.LastPart(), r.writer.Turns()
-	if err := r.writer.RemoveShadow(); err != nil {
-		r.log.Warn("remove trace shadow", "err", err)
-	}
-
-	r.state.Status, r.state.EndedAt, r.state.Reason = "finished", end.EndedAt, end.Reason
-	r.state.PID = 0
+	r.state.finished(end)
 	if err := r.saveState(); err != nil {
 		return res, err
 	}
+	bundlePath := filepath.Join(r.dir, store.BundleName)
 	if r.up != nil {
 		_ = r.up.Enqueue(store.BundleKey(r.id), store.File(bundlePath))
 		_ = r.up.Enqueue(store.LogKey(r.id, RunStateName), store.File(filepath.Join(r.dir, RunStateName)))
