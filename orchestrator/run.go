@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -457,28 +458,18 @@ func (r *run) finish(ctx context.Context, out Outcome, pub *HistoryPublisher, lo
 	if err := r.saveState(); err != nil {
 		return res, err
 	}
-	bundlePath := filepath.Join(r.dir, store.BundleName)
 	if r.up != nil {
-		_ = r.up.Enqueue(store.BundleKey(r.id), store.File(bundlePath))
-		_ = r.up.Enqueue(store.LogKey(r.id, RunStateName), store.File(filepath.Join(r.dir, RunStateName)))
-		logs, _ := os.ReadDir(filepath.Join(r.dir, "logs"))
-		for _, e := range logs {
-			if e.Type().IsRegular() {
-				_ = r.up.Enqueue(store.LogKey(r.id, e.Name()), store.File(filepath.Join(r.dir, "logs", e.Name())))
-			}
+		objs, err := localObjects(r.dir, r.id)
+		if err != nil {
+			return res, err
 		}
-		// The canonical trace last: a reader that sees it finds the bundle.
-		if rep, err := r.up.Flush(ctx); err == nil {
-			for _, f := range rep.Failed {
-				res.NotUploaded = append(res.NotUploaded, f.Key)
-			}
-		}
-		_ = r.up.Enqueue(store.TraceKey(r.id), store.File(filepath.Join(r.dir, store.TraceName)))
+		// The history bundles were enqueued as they were made.
+		objs = slices.DeleteFunc(objs, func(o localObject) bool { return strings.HasPrefix(o.key, store.HistoryPrefix(r.id)) })
+		enqueueTraceLast(ctx, r.up, r.id, objs, func(o localObject) { _ = r.up.Enqueue(o.key, store.File(o.path)) }, r.log)
 		rep, err := r.up.Flush(ctx)
 		if err != nil {
 			r.log.Warn("final uploads", "err", err)
 		}
-		res.NotUploaded = res.NotUploaded[:0]
 		for _, f := range rep.Failed {
 			res.NotUploaded = append(res.NotUploaded, f.Key)
 		}

@@ -71,7 +71,7 @@ func Sync(ctx context.Context, l *Located, log *slog.Logger) (SyncReport, error)
 	} else {
 		rep.Unfinished = !fin
 	}
-	objs, err := localObjects(l)
+	objs, err := localObjects(l.Dir, l.ID)
 	if err != nil {
 		return rep, err
 	}
@@ -90,20 +90,7 @@ func Sync(ctx context.Context, l *Located, log *slog.Logger) (SyncReport, error)
 		rep.Uploaded = append(rep.Uploaded, o.key)
 		rep.Bytes += o.size
 	}
-	var traceObj *localObject
-	for i, o := range objs {
-		if o.key == store.TraceKey(l.ID) {
-			traceObj = &objs[i]
-			continue
-		}
-		enqueue(o)
-	}
-	if _, err := up.Flush(ctx); err != nil {
-		log.Warn("flush uploads", "err", err)
-	}
-	if traceObj != nil {
-		enqueue(*traceObj)
-	}
+	enqueueTraceLast(ctx, up, l.ID, objs, enqueue, log)
 	final, err := up.Close(ctx)
 	rep.Failed = final.Failed
 	failed := map[string]bool{}
@@ -123,6 +110,26 @@ func Sync(ctx context.Context, l *Located, log *slog.Logger) (SyncReport, error)
 	return rep, nil
 }
 
+// enqueueTraceLast hands objs to enqueue, the trace of trajectory id
+// after a flush of all the others: a reader that sees the trace finds the
+// bundles.
+func enqueueTraceLast(ctx context.Context, up *upload.Uploader, id string, objs []localObject, enqueue func(localObject), log *slog.Logger) {
+	var traceObj *localObject
+	for i, o := range objs {
+		if o.key == store.TraceKey(id) {
+			traceObj = &objs[i]
+			continue
+		}
+		enqueue(o)
+	}
+	if _, err := up.Flush(ctx); err != nil {
+		log.Warn("flush uploads", "err", err)
+	}
+	if traceObj != nil {
+		enqueue(*traceObj)
+	}
+}
+
 // localObject is a file of the trajectory folder and its key in the store.
 type localObject struct {
 	key, path string
@@ -132,11 +139,11 @@ type localObject struct {
 	immutable bool
 }
 
-// localObjects lists what a trajectory folder holds for the store, in
-// upload order: history bundles by part, repo.bundle, logs, run.json, the
-// trace. Hidden and temporary files (the trace's shadow, half-written
-// files) and the pending record are not objects.
-func localObjects(l *Located) ([]localObject, error) {
+// localObjects lists what the folder dir of trajectory id holds for the
+// store, in upload order: history bundles by part, repo.bundle, logs,
+// run.json, the trace. Hidden and temporary files (the trace's shadow,
+// half-written files) and the pending record are not objects.
+func localObjects(dir, id string) ([]localObject, error) {
 	var out []localObject
 	add := func(key, path string, immutable bool) error {
 		fi, err := os.Stat(path)
@@ -152,12 +159,12 @@ func localObjects(l *Located) ([]localObject, error) {
 		return nil
 	}
 	listDir := func(sub string) ([]string, error) {
-		entries, err := os.ReadDir(filepath.Join(l.Dir, sub))
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", filepath.Join(l.Dir, sub), err)
+			return nil, fmt.Errorf("list %s: %w", filepath.Join(dir, sub), err)
 		}
 		var names []string
 		for _, e := range entries {
@@ -174,12 +181,12 @@ func localObjects(l *Located) ([]localObject, error) {
 	}
 	for _, n := range history {
 		if strings.HasSuffix(n, ".bundle") {
-			if err := add(store.HistoryPrefix(l.ID)+n, filepath.Join(l.Dir, filepath.FromSlash(store.HistoryDir), n), true); err != nil {
+			if err := add(store.HistoryPrefix(id)+n, filepath.Join(dir, filepath.FromSlash(store.HistoryDir), n), true); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := add(store.BundleKey(l.ID), filepath.Join(l.Dir, store.BundleName), false); err != nil {
+	if err := add(store.BundleKey(id), filepath.Join(dir, store.BundleName), false); err != nil {
 		return nil, err
 	}
 	logs, err := listDir(store.LogsDir)
@@ -187,14 +194,14 @@ func localObjects(l *Located) ([]localObject, error) {
 		return nil, err
 	}
 	for _, n := range logs {
-		if err := add(store.LogKey(l.ID, n), filepath.Join(l.Dir, filepath.FromSlash(store.LogsDir), n), false); err != nil {
+		if err := add(store.LogKey(id, n), filepath.Join(dir, filepath.FromSlash(store.LogsDir), n), false); err != nil {
 			return nil, err
 		}
 	}
-	if err := add(store.LogKey(l.ID, RunStateName), filepath.Join(l.Dir, RunStateName), false); err != nil {
+	if err := add(store.LogKey(id, RunStateName), filepath.Join(dir, RunStateName), false); err != nil {
 		return nil, err
 	}
-	if err := add(store.TraceKey(l.ID), l.TracePath(), false); err != nil {
+	if err := add(store.TraceKey(id), filepath.Join(dir, store.TraceName), false); err != nil {
 		return nil, err
 	}
 	for _, o := range out {
