@@ -104,12 +104,19 @@ func Locate(ctx context.Context, opts LocateOptions) (*Located, error) {
 		}
 		l.Store = st
 	}
-	if lp, ok := store.AsLocal(l.Store); ok {
-		if p, err := lp.LocalPath(store.TraceKey(l.ID)); err == nil && filepath.Clean(p) == l.TracePath() {
-			l.InPlace = true
-		}
-	}
+	l.InPlace = inPlace(l.Store, l.ID, l.TracePath())
 	return l, nil
+}
+
+// inPlace reports whether st keeps trajectory id's trace at tracePath: the
+// trajectory folder is then the store's own folder for it.
+func inPlace(st store.Store, id, tracePath string) bool {
+	lp, ok := store.AsLocal(st)
+	if !ok {
+		return false
+	}
+	p, err := lp.LocalPath(store.TraceKey(id))
+	return err == nil && filepath.Clean(p) == tracePath
 }
 
 // Running reports whether the process that recorded the trajectory is

@@ -224,10 +224,9 @@ func (r *run) openStore(ctx context.Context) error {
 		r.st = st
 	}
 	work := r.opts.WorkDir
-	lp, isLocal := store.AsLocal(r.st)
 	if work == "" {
 		work = location.Default
-		if isLocal {
+		if lp, ok := store.AsLocal(r.st); ok {
 			if p, err := lp.LocalPath(store.TraceKey(r.id)); err == nil {
 				// <root>/trajectories/<id>/agent_trace.json → <root>
 				work = filepath.Dir(filepath.Dir(filepath.Dir(p)))
@@ -241,11 +240,7 @@ func (r *run) openStore(ctx context.Context) error {
 	r.dir = filepath.Join(abs, filepath.FromSlash(store.TrajectoryPrefix(r.id)))
 	r.sandbox = filepath.Join(abs, SandboxesDir, r.id)
 	r.workspace = filepath.Join(r.sandbox, "workspace")
-	if isLocal {
-		if p, err := lp.LocalPath(store.TraceKey(r.id)); err == nil && filepath.Clean(p) == filepath.Join(r.dir, store.TraceName) {
-			r.inPlace = true
-		}
-	}
+	r.inPlace = inPlace(r.st, r.id, filepath.Join(r.dir, store.TraceName))
 	return nil
 }
 
