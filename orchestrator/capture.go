@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -233,7 +234,7 @@ func (c *capture) part(raw json.RawMessage) {
 	if err := json.Unmarshal(raw, &info); err != nil || info.ID == "" {
 		// Not a part we can key: keep it as an uncounted part anyway.
 		c.seq++
-		info = partInfo{ID: "\x00anon" + itoa(c.seq), Type: "unknown"}
+		info = partInfo{ID: "\x00anon" + strconv.Itoa(c.seq), Type: "unknown"}
 	}
 	if c.recorded[info.ID] {
 		c.lateUpdates++
@@ -409,9 +410,4 @@ func (c *capture) trailing() ([]json.RawMessage, trace.Tokens, float64) {
 	out = append(out, c.takeSessions()...)
 	out = append(out, c.takeMessages(true)...)
 	return out, tok, cost
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

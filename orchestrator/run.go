@@ -32,15 +32,15 @@ type Options struct {
 	Model string
 	// MaxParts is the part budget (required, > 0).
 	MaxParts int
-	// Timeout bounds the agent's work (default 4 h); finishing the
-	// trajectory afterwards has its own bound.
+	// Timeout bounds the agent's work (default 4 h; Resume: the recorded
+	// one); finishing the trajectory afterwards has its own bound.
 	Timeout time.Duration
 	// TrajectoryID defaults to <task>-<UTC time>-<random>.
 	TrajectoryID string
 	// Store is the store URL (see package location); "" means the default.
 	Store string
-	// Store, when set, is used instead of opening Store (tests inject a
-	// failing store here).
+	// StoreImpl, when set, is used instead of opening Store (tests inject
+	// a failing store here).
 	StoreImpl store.Store
 	// WorkDir holds local trajectory folders and sandboxes. Default: the
 	// store's folder when the store is local, else ./runs.
