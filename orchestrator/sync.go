@@ -63,14 +63,11 @@ func Sync(ctx context.Context, l *Located, log *slog.Logger) (SyncReport, error)
 	if err := l.checkNotRunning(); err != nil {
 		return rep, err
 	}
-	if _, err := os.Stat(l.TracePath()); err != nil {
+	fin, err := traceFinished(l.TracePath())
+	if err != nil {
 		return rep, fmt.Errorf("sync %s: %w", l.ID, err)
 	}
-	if fin, err := traceFinished(l.TracePath()); err != nil {
-		return rep, fmt.Errorf("sync %s: %w", l.ID, err)
-	} else {
-		rep.Unfinished = !fin
-	}
+	rep.Unfinished = !fin
 	objs, err := localObjects(l.Dir, l.ID)
 	if err != nil {
 		return rep, err
