@@ -276,20 +276,24 @@ func cloneBundles(ctx context.Context, dest, commit string, paths []string) (*gi
 	return gitstate.CloneFromBundles(ctx, dest, gitstate.CloneOptions{Commit: commit}, readers...)
 }
 
+// localHistoryBundles lists the history bundles in the trajectory folder
+// dir, in part order.
+func localHistoryBundles(dir string) []string {
+	// The pattern is fixed: Glob cannot fail.
+	local, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
+	sort.Strings(local)
+	return local
+}
+
 // historyBundles returns the trajectory's incremental bundles in part
 // order: the local history/ folder's, else those in the store, downloaded
 // into tmp.
 func historyBundles(ctx context.Context, l *Located, tmp string) ([]string, error) {
-	local, err := filepath.Glob(filepath.Join(l.Dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
-	if err != nil {
-		return nil, err
-	}
-	if len(local) > 0 {
-		sort.Strings(local)
+	if local := localHistoryBundles(l.Dir); len(local) > 0 {
 		return local, nil
 	}
 	var keys []string
-	err = l.Store.List(ctx, store.HistoryPrefix(l.ID), func(fi store.FileInfo) error {
+	err := l.Store.List(ctx, store.HistoryPrefix(l.ID), func(fi store.FileInfo) error {
 		if strings.HasSuffix(fi.Key, ".bundle") {
 			keys = append(keys, fi.Key)
 		}

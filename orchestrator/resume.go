@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -100,7 +100,7 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 	}
 	var lastBundled string
 	if !fresh {
-		if lastBundled, err = restoreWorkspace(ctx, l, sum.lastCommit, opts); err != nil {
+		if lastBundled, err = restoreWorkspace(ctx, l, sum.lastCommit, opts.Logger); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", id, err)
 		}
 	}
@@ -118,7 +118,7 @@ func Resume(ctx context.Context, id string, opts Options) (*Result, error) {
 // stays in the files, to be checkpointed with the next part), or, when the
 // workspace is gone, a checkout of lastCommit from the history bundles. It
 // returns the newest commit already in a history bundle.
-func restoreWorkspace(ctx context.Context, l *Located, lastCommit string, opts Options) (string, error) {
+func restoreWorkspace(ctx context.Context, l *Located, lastCommit string, log *slog.Logger) (string, error) {
 	ws := l.State.Workspace
 	repo, err := gitstate.Open(ctx, ws, gitstate.Options{})
 	if errors.Is(err, gitstate.ErrNotRepository) {
@@ -137,7 +137,7 @@ func restoreWorkspace(ctx context.Context, l *Located, lastCommit string, opts O
 		if _, err := cloneBundles(ctx, ws, lastCommit, bundles); err != nil {
 			return "", fmt.Errorf("restore workspace %s from %d history bundles: %w", ws, len(bundles), err)
 		}
-		opts.Logger.Info("workspace restored from history bundles", "workspace", ws, "bundles", len(bundles), "commit", lastCommit)
+		log.Info("workspace restored from history bundles", "workspace", ws, "bundles", len(bundles), "commit", lastCommit)
 		return newestBundled(bundles), nil
 	}
 	if err != nil {
@@ -148,9 +148,7 @@ func restoreWorkspace(ctx context.Context, l *Located, lastCommit string, opts O
 			return "", err
 		}
 	}
-	local, _ := filepath.Glob(filepath.Join(l.Dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
-	sort.Strings(local)
-	return newestBundled(local), nil
+	return newestBundled(localHistoryBundles(l.Dir)), nil
 }
 
 // moveHead points the branch HEAD is on (or HEAD itself) at commit, when
