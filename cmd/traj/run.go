@@ -37,7 +37,7 @@ type RunCmd struct {
 	OpenCodeBin  string        `name:"opencode-bin" help:"The opencode executable." env:"TRAJ_OPENCODE_BIN"`
 	TestsDir     string        `name:"tests-dir" help:"Fixtures root holding c-testsuite/, wacct/ and torture/." env:"TRAJ_TESTS_DIR" type:"path"`
 	JSON         bool          `help:"Print progress as JSON lines on stdout (see orchestrator/progress)."`
-	Quiet        bool          `help:"No progress output; only errors and the final summary."`
+	Quiet        bool          `help:"No progress output; only warnings, errors and the final summary."`
 }
 
 // Run wires flags to orchestrator.Run.
