@@ -3,12 +3,9 @@ package replay
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ProgressBar draws evaluate's progress on w: on a terminal one bar
@@ -70,17 +67,6 @@ func (b *ProgressBar) draw() {
 
 func (b *ProgressBar) elapsed() time.Duration {
 	return time.Since(b.start).Round(100 * time.Millisecond)
-}
-
-// IsTerminal reports whether w is a terminal (a file that answers the
-// terminal ioctl; /dev/null, a character device too, does not).
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 func short(commit string) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler"
-	"github.com/trajlab/traj/replay"
 )
 
 // EnvCmd groups the test-environment commands.
@@ -84,7 +83,7 @@ func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
 // progressPrinter shows cases done/total: one updating line on a terminal,
 // otherwise a plain line at every tenth of the run.
 func progressPrinter(w io.Writer) func(done, total int) {
-	if replay.IsTerminal(w) {
+	if isTerminal(w) {
 		return func(done, total int) {
 			fmt.Fprintf(w, "\r\x1b[Kcases %d/%d", done, total)
 			if done == total {

@@ -123,7 +123,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 			return &exitError{2, fmt.Errorf("test path %q is not available (public suites need --tests-dir or TRAJ_TESTS_DIR); available: %s", p, strings.Join(env.TestPaths(), ", "))}
 		}
 	}
-	bar := replay.NewProgressBar(g.Stderr, replay.IsTerminal(g.Stderr))
+	bar := replay.NewProgressBar(g.Stderr, isTerminal(g.Stderr))
 	opts := replay.EvaluateOptions{
 		TestPaths: paths, Workers: c.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree,
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -100,11 +99,6 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return &exitError{130, nil}
 	}
 	return nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && progress.IsTerminal(f)
 }
 
 func printSummary(w io.Writer, res *orchestrator.Result) {

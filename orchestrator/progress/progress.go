@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -318,8 +317,3 @@ func humanCount(n int64) string {
 	return fmt.Sprint(n)
 }
 
-// IsTerminal reports whether f is a character device (a terminal).
-func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
