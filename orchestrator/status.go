@@ -85,13 +85,6 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// resultCounts reads the pass/fail counts of a run_tests result.
-type resultCounts struct {
-	Passed int `json:"passed"`
-	Failed int `json:"failed"`
-	Total  int `json:"total"`
-}
-
 // testStatus is the latest run_tests result of each required test path.
 type testStatus struct {
 	paths  []string
@@ -108,27 +101,32 @@ func newTestStatus(paths []string) *testStatus {
 // names fall under it.
 func (s *testStatus) observe(c trace.EnvoiCall) task.PathStatus {
 	st := task.PathStatus{Path: c.Path, Seen: true}
-	var res struct {
-		resultCounts
-		Cases []struct {
-			Name   string `json:"name"`
-			Passed bool   `json:"passed"`
-		} `json:"cases"`
-	}
 	if c.Error != nil && *c.Error != "" {
 		st.Error = *c.Error
-	} else if err := json.Unmarshal(c.Result, &res); err != nil {
+	} else if passed, failed, total, ok := c.Counts(); !ok {
 		st.Error = "unreadable result"
 	} else {
-		st.Passed, st.Failed, st.Total = res.Passed, res.Failed, res.Total
+		st.Passed, st.Failed, st.Total = passed, failed, total
 	}
 	s.latest[c.Path] = st
 	if st.Error != "" {
 		return st
 	}
+	// The cases are read only when the call covers a required sub-path.
+	var res struct {
+		Cases []struct {
+			Name   string `json:"name"`
+			Passed bool   `json:"passed"`
+		} `json:"cases"`
+	}
+	casesRead := false
 	for _, p := range s.paths {
 		if p == c.Path || !(c.Path == "all" || strings.HasPrefix(p, c.Path+"/")) {
 			continue
+		}
+		if !casesRead {
+			_ = json.Unmarshal(c.Result, &res) // Counts read it: it is valid JSON
+			casesRead = true
 		}
 		sub := task.PathStatus{Path: p, Seen: true}
 		for _, cs := range res.Cases {

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -42,13 +41,6 @@ type TestResult struct {
 	Calls  int    `json:"calls"` // run_tests calls on this path
 }
 
-// runTestsResult is the part of a run_tests result the summary reads.
-type runTestsResult struct {
-	Passed *int64 `json:"passed"`
-	Failed int64  `json:"failed"`
-	Total  int64  `json:"total"`
-}
-
 // Summarize reads a trace once, streaming, and summarizes it. Tokens and
 // cost are session_end's when present, else the sum over parts.
 func Summarize(r io.Reader) (*Summary, error) {
@@ -73,8 +65,8 @@ func Summarize(r io.Reader) (*Summary, error) {
 				haveCost = true
 			}
 			for _, c := range p.EnvoiCalls {
-				var res runTestsResult
-				if c.Path == "" || json.Unmarshal(c.Result, &res) != nil || res.Passed == nil {
+				passed, failed, total, ok := c.Counts()
+				if c.Path == "" || !ok {
 					continue
 				}
 				b := best[c.Path]
@@ -83,8 +75,8 @@ func Summarize(r io.Reader) (*Summary, error) {
 					best[c.Path] = b
 				}
 				b.Calls++
-				if *res.Passed > b.Passed {
-					b.Passed, b.Failed, b.Total, b.Part = *res.Passed, res.Failed, res.Total, p.Part
+				if int64(passed) > b.Passed {
+					b.Passed, b.Failed, b.Total, b.Part = int64(passed), int64(failed), int64(total), p.Part
 				}
 			}
 			return nil

@@ -167,15 +167,6 @@ func fromEvaluation(t *Trajectory, ev *replay.Output) {
 	t.Regressions = replay.Regressions(ev.TestAttribution)
 }
 
-// runTestsResult is the part of a run_tests result the report reads; both
-// traj's environment.Result and the original envoi results carry these.
-type runTestsResult struct {
-	Path   string `json:"path"`
-	Passed *int   `json:"passed"`
-	Failed *int   `json:"failed"`
-	Total  *int   `json:"total"`
-}
-
 // fromTrace takes pass rates from the run_tests calls in the trace: the
 // latest call per path, and after each part with calls, the overall rate
 // over the latest result of every path seen so far.
@@ -219,30 +210,22 @@ func fromTrace(t *Trajectory, tr *trace.Trace) {
 }
 
 func parseCall(c trace.EnvoiCall) (SuiteRate, bool) {
-	if c.Error != nil || len(c.Result) == 0 {
-		return SuiteRate{}, false
-	}
-	var r runTestsResult
-	if err := json.Unmarshal(c.Result, &r); err != nil || r.Passed == nil {
-		return SuiteRate{}, false
-	}
-	total := 0
-	switch {
-	case r.Total != nil:
-		total = *r.Total
-	case r.Failed != nil:
-		total = *r.Passed + *r.Failed
-	default:
+	passed, _, total, ok := c.Counts()
+	if !ok {
 		return SuiteRate{}, false
 	}
 	suite := c.Path
 	if suite == "" {
+		var r struct {
+			Path string `json:"path"`
+		}
+		_ = json.Unmarshal(c.Result, &r)
 		suite = r.Path
 	}
 	if suite == "" {
 		suite = "all"
 	}
-	return SuiteRate{Suite: suite, Passed: *r.Passed, Total: total, Rate: replay.PassRate(*r.Passed, total)}, true
+	return SuiteRate{Suite: suite, Passed: passed, Total: total, Rate: replay.PassRate(passed, total)}, true
 }
 
 func sortSuites(s []SuiteRate) {
