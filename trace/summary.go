@@ -46,9 +46,7 @@ type TestResult struct {
 func Summarize(r io.Reader) (*Summary, error) {
 	var s Summary
 	best := map[string]*TestResult{}
-	var tokens Tokens
-	var cost float64
-	haveTokens, haveCost := false, false
+	var usage Usage
 	lastCommit := ""
 	err := Scan(r, Visitor{
 		OnPart: func(_ int, p *Part) error {
@@ -56,14 +54,7 @@ func Summarize(r io.Reader) (*Summary, error) {
 			if p.GitCommit != "" {
 				lastCommit = p.GitCommit
 			}
-			if p.Tokens != nil {
-				tokens.Add(*p.Tokens)
-				haveTokens = true
-			}
-			if p.Cost != nil {
-				cost += *p.Cost
-				haveCost = true
-			}
+			usage.AddPart(p)
 			for _, c := range p.EnvoiCalls {
 				passed, failed, total, ok := c.Counts()
 				if c.Path == "" || !ok {
@@ -88,13 +79,8 @@ func Summarize(r io.Reader) (*Summary, error) {
 			s.Artifacts = t.Artifacts
 			if e := t.SessionEnd; e != nil {
 				s.EndReason, s.EndDetail, s.FinalCommit = e.Reason, e.Detail, e.FinalGitCommit
-				if e.Tokens != nil {
-					tokens, haveTokens = *e.Tokens, true
-				}
-				if e.Cost != nil {
-					cost, haveCost = *e.Cost, true
-				}
 			}
+			usage.End(t.SessionEnd)
 			return nil
 		},
 	})
@@ -107,12 +93,7 @@ func Summarize(r io.Reader) (*Summary, error) {
 	if s.FinalCommit == "" {
 		s.FinalCommit = lastCommit
 	}
-	if haveTokens {
-		s.Tokens = &tokens
-	}
-	if haveCost {
-		s.Cost = &cost
-	}
+	s.Tokens, s.Cost = usage.Tokens(), usage.Cost()
 	s.Tests = []TestResult{}
 	for _, b := range best {
 		s.Tests = append(s.Tests, *b)

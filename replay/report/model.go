@@ -78,21 +78,12 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 		ID: tr.TrajectoryID, Agent: tr.Agent, Model: tr.AgentModel, Task: tr.Task,
 		Turns: len(tr.Turns), StartedAt: tr.StartedAt, Suites: []SuiteRate{}, ByPart: []Point{},
 	}
-	var tokens trace.Tokens
-	var cost float64
-	haveTokens, haveCost := false, false
+	var usage trace.Usage
 	lastTime := ""
 	for _, turn := range tr.Turns {
 		for _, p := range turn.Parts {
 			t.Parts++
-			if p.Tokens != nil {
-				tokens.Add(*p.Tokens)
-				haveTokens = true
-			}
-			if p.Cost != nil {
-				cost += *p.Cost
-				haveCost = true
-			}
+			usage.AddPart(&p)
 			if p.Timestamp != "" {
 				lastTime = p.Timestamp
 			}
@@ -104,21 +95,11 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 		if se.TotalTurns > 0 {
 			t.Turns = se.TotalTurns
 		}
-		if se.Tokens != nil {
-			tokens, haveTokens = *se.Tokens, true
-		}
-		if se.Cost != nil {
-			cost, haveCost = *se.Cost, true
-		}
 	} else {
 		t.EndReason = "running"
 	}
-	if haveTokens {
-		t.Tokens = &tokens
-	}
-	if haveCost {
-		t.Cost = &cost
-	}
+	usage.End(tr.SessionEnd)
+	t.Tokens, t.Cost = usage.Tokens(), usage.Cost()
 	end := t.EndedAt
 	if end == "" {
 		end = lastTime
