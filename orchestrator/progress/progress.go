@@ -316,4 +316,3 @@ func humanCount(n int64) string {
 	}
 	return fmt.Sprint(n)
 }
-
