@@ -48,7 +48,19 @@
 // its objects in order when the part is built from several, as a CLI
 // harness's tool call and result), other_parts (uncounted
 // parts since the previous counted one, verbatim), tokens {input, output,
-// reasoning, cache_read, cache_write} and cost.
+// reasoning, cache_read, cache_write}, cost, and ground_truth.
+//
+// ground_truth (traj, on a part and on session_end) lists traj's own
+// evaluations of checkpoint trees, made in an evaluation sandbox while the
+// agent works, in the order they landed: those that completed since the
+// previous part was recorded (on session_end: after the last part, the
+// final tree's among them). Each is {part (whose checkpoint made the
+// commit), commit, tree, timestamp, duration_ms, cached, cache_key,
+// suites [{path, passed, failed, total, build_ok}] in task order, passed,
+// failed, total, solved, error}. It is a summary: the per-case result is
+// the evaluation-cache entry cache_key, the one `traj replay evaluate`
+// reads. A result rides on the next part because parts are the only
+// records appended after the header; this keeps each append O(part).
 //
 // Invariants checked by Validate beyond the schema: part indices 1..N
 // without gaps; each turn's part_start/part_end equal its first/last

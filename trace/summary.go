@@ -24,10 +24,17 @@ type Summary struct {
 	EndDetail   string `json:"end_detail,omitempty"`
 	FinalCommit string `json:"final_commit"`
 	// Tests holds the best run_tests result per test path, by path.
-	Tests     []TestResult      `json:"tests"`
-	Tokens    *Tokens           `json:"tokens,omitempty"`
-	Cost      *float64          `json:"cost,omitempty"`
-	Artifacts map[string]string `json:"artifacts,omitempty"`
+	Tests []TestResult `json:"tests"`
+	// GroundTruth is the latest ground-truth result (the newest checkpoint
+	// evaluated); nil when the trace has none.
+	GroundTruth *GroundTruth `json:"ground_truth,omitempty"`
+	// GroundTruthTrees counts the ground-truth results; SolvedAt is the
+	// part whose checkpoint first passed every required path (0: none).
+	GroundTruthTrees int               `json:"ground_truth_trees,omitempty"`
+	SolvedAt         int               `json:"solved_at,omitempty"`
+	Tokens           *Tokens           `json:"tokens,omitempty"`
+	Cost             *float64          `json:"cost,omitempty"`
+	Artifacts        map[string]string `json:"artifacts,omitempty"`
 }
 
 // TestResult is the best result seen for one test path: the most passed
@@ -48,6 +55,18 @@ func Summarize(r io.Reader) (*Summary, error) {
 	best := map[string]*TestResult{}
 	var usage Usage
 	lastCommit := ""
+	ground := func(list []GroundTruth) {
+		for i := range list {
+			g := list[i]
+			s.GroundTruthTrees++
+			if s.GroundTruth == nil || g.Part >= s.GroundTruth.Part {
+				s.GroundTruth = &g
+			}
+			if g.Solved && (s.SolvedAt == 0 || g.Part < s.SolvedAt) {
+				s.SolvedAt = g.Part
+			}
+		}
+	}
 	// Strings beyond MaxReadString are cut while reading: a summary never
 	// needs them, and a 200 MB one must not be held.
 	err := Scan(newStringCapper(r, MaxReadString), Visitor{
@@ -57,6 +76,7 @@ func Summarize(r io.Reader) (*Summary, error) {
 				lastCommit = p.GitCommit
 			}
 			usage.AddPart(p)
+			ground(p.GroundTruth)
 			for _, c := range p.EnvoiCalls {
 				passed, failed, total, ok := c.Counts()
 				if c.Path == "" || !ok {
@@ -81,6 +101,7 @@ func Summarize(r io.Reader) (*Summary, error) {
 			s.Artifacts = t.Artifacts
 			if e := t.SessionEnd; e != nil {
 				s.EndReason, s.EndDetail, s.FinalCommit = e.Reason, e.Detail, e.FinalGitCommit
+				ground(e.GroundTruth)
 			}
 			usage.End(t.SessionEnd)
 			return nil
@@ -156,6 +177,12 @@ func (s *Summary) WriteText(out io.Writer) error {
 			row("artifact "+k, s.Artifacts[k])
 		}
 	}
+	if g := s.GroundTruth; g != nil {
+		row("ground truth", g.Line()+fmt.Sprintf(" (%d %s evaluated)", s.GroundTruthTrees, plural(s.GroundTruthTrees, "tree")))
+		if s.SolvedAt > 0 {
+			row("solved at", fmt.Sprintf("part %d (ground truth)", s.SolvedAt))
+		}
+	}
 	if len(s.Tests) == 0 {
 		row("tests", "(no run_tests results)")
 	} else {
@@ -165,6 +192,25 @@ func (s *Summary) WriteText(out io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// Line is g in one line: counts, the part and whether it is solved.
+func (g GroundTruth) Line() string {
+	if g.Error != "" {
+		return fmt.Sprintf("part %d: not evaluated: %s", g.Part, g.Error)
+	}
+	var suites []string
+	for _, c := range g.Suites {
+		suites = append(suites, fmt.Sprintf("%s %d/%d", c.Path, c.Passed, c.Total))
+	}
+	line := fmt.Sprintf("%d/%d passed at part %d", g.Passed, g.Total, g.Part)
+	if len(suites) > 0 {
+		line += " [" + strings.Join(suites, ", ") + "]"
+	}
+	if g.Solved {
+		line += ", solved"
+	}
+	return line
 }
 
 func plural(n int, word string) string {

@@ -113,6 +113,46 @@ type Part struct {
 	// attributed to the part at which the server reported them (traj).
 	Tokens *Tokens  `json:"tokens,omitempty"`
 	Cost   *float64 `json:"cost,omitempty"`
+	// GroundTruth holds the ground-truth evaluations that completed since
+	// the previous part was recorded, in the order they landed (traj).
+	GroundTruth []GroundTruth `json:"ground_truth,omitempty"`
+}
+
+// GroundTruth is traj's own evaluation of one checkpoint tree, made in an
+// evaluation sandbox while the agent works: what "solved" is decided by.
+// It is a compact summary; the per-case detail is the evaluation-cache
+// entry named by CacheKey (the one `traj replay evaluate` reads).
+type GroundTruth struct {
+	// Part is the part whose checkpoint made Commit.
+	Part   int    `json:"part"`
+	Commit string `json:"commit"`
+	Tree   string `json:"tree"`
+	// Timestamp is when the result landed.
+	Timestamp  string `json:"timestamp"`
+	DurationMs int64  `json:"duration_ms"`
+	// Cached: served from the evaluation cache (an identical tree was
+	// evaluated before).
+	Cached   bool   `json:"cached,omitempty"`
+	CacheKey string `json:"cache_key,omitempty"`
+	// Suites are the counts per required test path, in task order.
+	Suites []SuiteCount `json:"suites"`
+	Passed int64        `json:"passed"`
+	Failed int64        `json:"failed"`
+	Total  int64        `json:"total"`
+	// Solved: every required path ran and passed every case.
+	Solved bool `json:"solved"`
+	// Error says why the tree could not be evaluated (no counts then).
+	Error string `json:"error,omitempty"`
+}
+
+// SuiteCount is one test path's counts in a GroundTruth.
+type SuiteCount struct {
+	Path   string `json:"path"`
+	Passed int64  `json:"passed"`
+	Failed int64  `json:"failed"`
+	Total  int64  `json:"total"`
+	// BuildOK is false when the tree's build.sh failed for this path.
+	BuildOK bool `json:"build_ok"`
 }
 
 // RepoCheckpoint records the workspace before and after a part. When
@@ -175,6 +215,9 @@ type SessionEnd struct {
 	Detail  string   `json:"detail,omitempty"`
 	Tokens  *Tokens  `json:"tokens,omitempty"`
 	Cost    *float64 `json:"cost,omitempty"`
+	// GroundTruth holds the ground-truth evaluations that landed after
+	// the last part was recorded (the final tree's among them).
+	GroundTruth []GroundTruth `json:"ground_truth,omitempty"`
 }
 
 // Tokens counts model tokens the way OpenCode reports them.

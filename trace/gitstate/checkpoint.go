@@ -32,29 +32,45 @@ func (r *Repo) Checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, 
 	return cp, nil
 }
 
-func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, error) {
+// Snapshot stores the workspace's files as Checkpoint would (the same
+// capture rules, stubs and stat cache) and returns their tree hash,
+// without a commit: HEAD, the index and the trace's checkpoints are left
+// as they are. The tool gateway evaluates this tree when the agent runs
+// the tests between two checkpoints.
+func (r *Repo) Snapshot(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return trace.RepoCheckpoint{}, err
+		return "", fmt.Errorf("snapshot workspace: %w", err)
 	}
-	target, err := r.headTarget()
+	s, err := r.scan(ctx)
 	if err != nil {
-		return trace.RepoCheckpoint{}, err
+		return "", fmt.Errorf("snapshot workspace: %w", err)
 	}
-	before, err := r.Head()
-	if err != nil {
-		return trace.RepoCheckpoint{}, err
+	if err := s.tb.flush(); err != nil {
+		return "", fmt.Errorf("snapshot workspace: write trees: %w", err)
 	}
-	beforeCommit, err := object.GetCommit(r.st, before)
-	if err != nil {
-		return trace.RepoCheckpoint{}, fmt.Errorf("read commit %s: %w", before, err)
-	}
+	return s.root.String(), nil
+}
 
+// scanned is the workspace as a tree: built, not yet flushed.
+type scanned struct {
+	tb         *treeBuilder
+	root       plumbing.Hash
+	entries    []*index.Entry
+	stubs      []trace.StubbedFile
+	indexDirty bool
+}
+
+// scan walks the workspace under the capture rules, hashing the files the
+// index's stat data does not vouch for, and builds the root tree.
+func (r *Repo) scan(ctx context.Context) (scanned, error) {
 	r.hashed = 0
 	li := r.readIndex()
 	var entries []*index.Entry
 	var stubs []trace.StubbedFile
 	indexDirty, seen := false, 0
-	err = r.walk(ctx, func(f walkFile) error {
+	err := r.walk(ctx, func(f walkFile) error {
 		mode, _ := fileMode(f.info.Mode())
 		old := li.entries[f.path]
 		if old != nil {
@@ -82,20 +98,45 @@ func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, 
 		return nil
 	})
 	if err != nil {
-		return trace.RepoCheckpoint{}, fmt.Errorf("scan workspace: %w", err)
+		return scanned{}, fmt.Errorf("scan workspace: %w", err)
 	}
 	if seen < len(li.entries) {
 		indexDirty = true // files deleted since the index was written
 	}
 	if err := ctx.Err(); err != nil {
-		return trace.RepoCheckpoint{}, err
+		return scanned{}, err
 	}
-
 	tb := newTreeBuilder(r.st)
 	root, err := tb.build(entries)
 	if err != nil {
-		return trace.RepoCheckpoint{}, fmt.Errorf("build tree: %w", err)
+		return scanned{}, fmt.Errorf("build tree: %w", err)
 	}
+	return scanned{tb: tb, root: root, entries: entries, stubs: stubs, indexDirty: indexDirty}, nil
+}
+
+func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	target, err := r.headTarget()
+	if err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	before, err := r.Head()
+	if err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	beforeCommit, err := object.GetCommit(r.st, before)
+	if err != nil {
+		return trace.RepoCheckpoint{}, fmt.Errorf("read commit %s: %w", before, err)
+	}
+	sc, err := r.scan(ctx)
+	if err != nil {
+		return trace.RepoCheckpoint{}, err
+	}
+	tb, root, entries, stubs, indexDirty := sc.tb, sc.root, sc.entries, sc.stubs, sc.indexDirty
 	cp := trace.RepoCheckpoint{CommitBefore: before.String(), CommitAfter: before.String(), ChangedFiles: []string{},
 		AgentGitHead: agentHead(r.dir)}
 	if root == beforeCommit.TreeHash {

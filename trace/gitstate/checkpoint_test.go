@@ -416,3 +416,56 @@ func TestStatCleanRacyRule(t *testing.T) {
 		t.Error("size change not detected")
 	}
 }
+
+// TestSnapshot: a snapshot is the tree the next checkpoint commits, and it
+// moves nothing (HEAD, the next checkpoint's changed files); ExportTree
+// writes exactly those files.
+func TestSnapshot(t *testing.T) {
+	ctx := context.Background()
+	r := newRepoWith(t, trace.CaptureRules{Exclude: []string{"/target/"}})
+	writeFile(t, r.Dir(), "a.c", "int main(void){return 0;}\n", 0o644)
+	writeFile(t, r.Dir(), "build.sh", "#!/bin/sh\n", 0o755)
+	writeFile(t, r.Dir(), "target/out.o", "binary", 0o644)
+	head, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := r.Head(); h != head {
+		t.Fatalf("Snapshot moved HEAD: %s -> %s", head, h)
+	}
+	cp, err := r.Checkpoint(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.Committed || !reflect.DeepEqual(cp.ChangedFiles, []string{"a.c", "build.sh"}) {
+		t.Fatalf("checkpoint after snapshot: %+v", cp)
+	}
+	if got := strings.TrimSpace(rgit(t, r, "rev-parse", "HEAD^{tree}")); got != tree {
+		t.Fatalf("snapshot tree %s, checkpoint tree %s", tree, got)
+	}
+	dest := filepath.Join(t.TempDir(), "tree")
+	if err := r.ExportTree(ctx, tree, dest); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	filepath.WalkDir(dest, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dest, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if !reflect.DeepEqual(files, []string{"a.c", "build.sh"}) {
+		t.Fatalf("exported files %v", files)
+	}
+	if st, err := os.Stat(filepath.Join(dest, "build.sh")); err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("build.sh not executable after export: %v %v", st, err)
+	}
+	if err := r.ExportTree(ctx, strings.Repeat("ab", 20), filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Fatal("ExportTree of an unknown tree succeeded")
+	}
+}

@@ -481,12 +481,31 @@ func (r *Repo) Export(ctx context.Context, commit, dest string) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownCommit, err)
 	}
+	return r.exportTree(ctx, c.TreeHash, dest)
+}
+
+// ExportTree is Export for a tree hash (full hex), such as Snapshot's.
+func (r *Repo) ExportTree(ctx context.Context, tree, dest string) error {
+	h, ok := parseHash(tree)
+	if !ok {
+		return fmt.Errorf("export tree %q to %s: not a full hex hash", tree, dest)
+	}
+	if _, err := object.GetTree(r.st, h); err != nil {
+		return fmt.Errorf("export tree %s to %s: %w", tree, dest, err)
+	}
+	if err := r.exportTree(ctx, h, dest); err != nil {
+		return fmt.Errorf("export tree %s to %s: %w", tree, dest, err)
+	}
+	return nil
+}
+
+func (r *Repo) exportTree(ctx context.Context, tree plumbing.Hash, dest string) error {
 	created, err := prepareDest(dest)
 	if err != nil {
 		return err
 	}
 	var entries []*index.Entry
-	if err := r.writeTree(ctx, dest, c.TreeHash, "", &entries); err != nil {
+	if err := r.writeTree(ctx, dest, tree, "", &entries); err != nil {
 		cleanDest(dest, created)
 		return err
 	}

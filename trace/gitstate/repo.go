@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -85,6 +86,9 @@ type Repo struct {
 	// hashed counts the files the last checkpoint read and hashed, so
 	// tests can see the stat cache work.
 	hashed int
+	// mu serialises Checkpoint and Snapshot (the tool gateway snapshots
+	// the workspace while the recording loop checkpoints it).
+	mu sync.Mutex
 }
 
 // Init makes gitDir (missing or empty) a git directory whose work tree is
