@@ -28,6 +28,14 @@ func (e *EnvironmentEvaluator) Version() string { return e.Env.Version() }
 
 // Evaluate implements Evaluator.
 func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths []string) (Result, error) {
+	res, _, err := e.EvaluateDetailed(ctx, dir, paths)
+	return res, err
+}
+
+// EvaluateDetailed is Evaluate that also returns the environment's own
+// result of each path, in order (every case with its expected and actual
+// output: what run_tests answers the agent).
+func (e *EnvironmentEvaluator) EvaluateDetailed(ctx context.Context, dir string, paths []string) (Result, []environment.Result, error) {
 	workers := e.CaseWorkers
 	if workers <= 0 {
 		trees := e.TreeWorkers
@@ -38,10 +46,11 @@ func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths [
 	}
 	build := e.Env.Build(ctx, dir)
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	opts := environment.RunOptions{Workers: workers, Prebuilt: &build}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
+	runs := make([]environment.Result, 0, len(paths))
 	for _, p := range paths {
 		if e.OnCase != nil {
 			seen := 0
@@ -53,8 +62,9 @@ func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths [
 		}
 		r, err := e.Env.Run(ctx, dir, p, opts)
 		if err != nil {
-			return Result{}, fmt.Errorf("run %s: %w", p, err)
+			return Result{}, nil, fmt.Errorf("run %s: %w", p, err)
 		}
+		runs = append(runs, r)
 		s := SuiteResult{Passed: r.Passed, Failed: r.Failed, Total: r.Total, Cases: make([]CaseResult, 0, len(r.Cases))}
 		if !r.Build.OK {
 			s.Error = "build failed: " + r.Build.Error
@@ -64,7 +74,7 @@ func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths [
 		}
 		res.Suites[p] = s
 	}
-	return res, nil
+	return res, runs, nil
 }
 
 // HeavySuites are left out of the default test paths: the full gcc torture

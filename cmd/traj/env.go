@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/trajlab/traj/environment"
@@ -30,9 +31,16 @@ type EnvEvaluateCmd struct {
 	TestsDir  string   `name:"tests-dir" type:"path" help:"Fixtures root."`
 	Out       string   `required:"" type:"existingdir" help:"Folder holding the key; the signed result is written here."`
 	Workers   int      `help:"Cases run at once (0 = number of CPUs)." default:"0"`
+	Detail    bool     `help:"Also report each path's full environment result (every case's expected and actual output)."`
+	Nice      int      `help:"Lower this process's CPU priority by N (0-19) before the build; the tree's processes inherit it." default:"0"`
 }
 
 func (c *EnvEvaluateCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Nice > 0 {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, min(c.Nice, 19)); err != nil {
+			return fmt.Errorf("set evaluation priority: %w", err)
+		}
+	}
 	keyPath := filepath.Join(c.Out, evalbox.KeyFile)
 	key, err := os.ReadFile(keyPath)
 	if err != nil {
@@ -46,15 +54,19 @@ func (c *EnvEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		return &exitError{2, err}
 	}
 	ev := &replay.EnvironmentEvaluator{Env: env, CaseWorkers: c.Workers}
-	res, err := ev.Evaluate(ctx, c.Workspace, c.Paths)
+	res, runs, err := ev.EvaluateDetailed(ctx, c.Workspace, c.Paths)
 	if err != nil {
 		return err
 	}
-	mac, err := evalbox.Sign(key, res)
+	p := evalbox.Payload{Result: res}
+	if c.Detail {
+		p.Runs = runs
+	}
+	mac, err := evalbox.Sign(key, p)
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(evalbox.Signed{Result: res, MAC: mac})
+	data, err := json.Marshal(evalbox.Signed{Payload: p, MAC: mac})
 	if err != nil {
 		return fmt.Errorf("encode evaluation result: %w", err)
 	}

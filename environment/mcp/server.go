@@ -68,6 +68,11 @@ type Options struct {
 	// OnResult, when set, gets every full answer before it is cut to
 	// Feedback (for a record that keeps the full result).
 	OnResult func(Response)
+	// Runner, when set, runs a checked path instead of the environment in
+	// this process (the tool gateway: in an evaluation sandbox, on a
+	// snapshot of the workspace); the workspace lock is then the
+	// runner's business.
+	Runner func(ctx context.Context, path string) (environment.Result, error)
 }
 
 // Server runs tests for one workspace.
@@ -190,17 +195,8 @@ func (s *Server) RunTests(ctx context.Context, path string, progress func(done, 
 	if !slices.Contains(s.env.TestPaths(), path) {
 		return s.respond(start, path, 400, fmt.Sprintf("unknown test path %q; valid paths: %s", path, strings.Join(s.env.TestPaths(), ", ")), nil)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	unlock, err := environment.LockWorkspace(ctx, s.workspace)
-	if err != nil {
-		return s.respond(start, path, 500, err.Error(), nil)
-	}
-	defer unlock()
-	opts := s.opts.Run
-	opts.Progress = progress
 	s.log.Info("run_tests", "path", path)
-	res, err := s.env.Run(ctx, s.workspace, path, opts)
+	res, err := s.run(ctx, path, progress)
 	switch {
 	case environment.IsUsageError(err):
 		return s.respond(start, path, 400, err.Error()+"; valid paths: "+strings.Join(s.env.TestPaths(), ", "), nil)
@@ -210,6 +206,24 @@ func (s *Server) RunTests(ctx context.Context, path string, progress func(done, 
 	}
 	s.log.Info("run_tests done", "path", path, "passed", res.Passed, "total", res.Total, "build_ok", res.Build.OK)
 	return s.respond(start, path, 200, "", &res)
+}
+
+// run runs a checked path: through Options.Runner, or the environment
+// on the workspace under its lock.
+func (s *Server) run(ctx context.Context, path string, progress func(done, total int)) (environment.Result, error) {
+	if s.opts.Runner != nil {
+		return s.opts.Runner(ctx, path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := environment.LockWorkspace(ctx, s.workspace)
+	if err != nil {
+		return environment.Result{}, err
+	}
+	defer unlock()
+	opts := s.opts.Run
+	opts.Progress = progress
+	return s.env.Run(ctx, s.workspace, path, opts)
 }
 
 func (s *Server) respond(start time.Time, path string, code int, msg string, res *environment.Result) Response {

@@ -52,6 +52,15 @@ type LoopConfig struct {
 	// with (the model gateway reached a budget: the harness's failed call
 	// is its doing, not the agent's error). Asked after every turn.
 	Halted func() (reason, detail string)
+	// GroundTruth, when set, scores every checkpoint in the background;
+	// "solved" and the continuation prompt then come from it.
+	GroundTruth GroundTruth
+	// StopAtFirst ends the run as soon as a checkpoint is solved by ground
+	// truth, mid-turn (else at the end of the turn).
+	StopAtFirst bool
+	// FullToolResult returns the full run_tests answer filed under a
+	// tool_call_id by the tool gateway (the agent is told less).
+	FullToolResult func(toolCallID string) ([]byte, bool)
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -154,7 +163,15 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 		return l.outcome("", ""), err
 	}
 	if l.cfg.StartTurn > 0 {
-		if prompt, err = l.cfg.Task.Continuation(l.turns+1, l.tests.list()); err != nil {
+		st, solved, err := l.standing(ctx)
+		if err != nil {
+			reason, _ := l.stopReason(ctx, err)
+			return l.outcome(reason, ""), nil
+		}
+		if solved {
+			return l.outcome(trace.EndSolved, l.solvedDetail()), nil
+		}
+		if prompt, err = l.cfg.Task.Continuation(l.turns+1, st); err != nil {
 			return l.outcome("", ""), err
 		}
 	}
@@ -190,8 +207,13 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 			reason, _ := l.stopReason(ctx, ctx.Err())
 			return l.outcome(reason, ""), nil
 		}
-		if l.tests.solved() {
-			return l.outcome(trace.EndSolved, ""), nil
+		st, solved, err := l.standing(ctx)
+		if err != nil {
+			reason, _ := l.stopReason(ctx, err)
+			return l.outcome(reason, ""), nil
+		}
+		if solved {
+			return l.outcome(trace.EndSolved, l.solvedDetail()), nil
 		}
 		if l.cfg.AfterTurn != nil {
 			if reason, detail := l.cfg.AfterTurn(); reason != "" {
@@ -207,10 +229,32 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 		} else {
 			emptyTurns = 0
 		}
-		if prompt, err = l.cfg.Task.Continuation(l.turns+1, l.tests.list()); err != nil {
+		if prompt, err = l.cfg.Task.Continuation(l.turns+1, st); err != nil {
 			return l.outcome("", ""), err
 		}
 	}
+}
+
+// standing is where the run stands after a turn: ground truth of the
+// workspace's checkpoint when the loop has it (waiting for it), else the
+// agent's run_tests calls.
+func (l *Loop) standing(ctx context.Context) (task.Standing, bool, error) {
+	if l.cfg.GroundTruth == nil {
+		return task.Standing{Status: l.tests.list()}, l.tests.solved(), nil
+	}
+	st, solved, err := l.cfg.GroundTruth.AtTurnEnd(ctx, l.parts, l.head)
+	if err == nil && l.cfg.GroundTruth.SolvedAt() > 0 {
+		solved = true
+	}
+	return st, solved, err
+}
+
+// solvedDetail says which checkpoint ground truth found solved.
+func (l *Loop) solvedDetail() string {
+	if l.cfg.GroundTruth == nil {
+		return ""
+	}
+	return fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path", l.cfg.GroundTruth.SolvedAt())
 }
 
 // DefaultStallTimeout is LoopConfig.StallTimeout's default.
@@ -421,6 +465,10 @@ func (l *Loop) recordReady(ctx context.Context) (string, error) {
 			l.capture.frozen = true
 			return trace.EndEnvoiError, nil
 		}
+		if l.cfg.StopAtFirst && l.cfg.GroundTruth != nil && l.cfg.GroundTruth.SolvedAt() > 0 {
+			l.capture.frozen = true
+			return trace.EndSolved, nil
+		}
 	}
 }
 
@@ -437,6 +485,9 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 			return &errFatal{err}
 		}
 		l.head = rc.CommitAfter
+		if rc.Committed && l.cfg.GroundTruth != nil {
+			l.cfg.GroundTruth.Submit(n, rc.CommitAfter)
+		}
 	}
 	now := trace.Timestamp(l.cfg.Now())
 	f := l.capture.flush()
@@ -456,6 +507,9 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 		Content:        p.part.Raw,
 		OtherParts:     f.others,
 	}
+	if l.cfg.GroundTruth != nil {
+		rec.GroundTruth = l.cfg.GroundTruth.Take()
+	}
 	if l.turnFirstPart {
 		rec.Prompt = l.turnPrompt
 		l.turnFirstPart = false
@@ -471,7 +525,7 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 	}
 	var tests []progress.TestStatus
 	if p.part.Kind == agent.KindTool && p.part.Tool != nil && isRunTests(p.part.Tool.Name) {
-		call := envoiCall(p.part.Tool, now, l.cfg.ReadToolOutput)
+		call := envoiCall(p.part.Tool, now, l.cfg.ReadToolOutput, l.cfg.FullToolResult)
 		rec.EnvoiCalls = append(rec.EnvoiCalls, call)
 		st := l.tests.observe(call)
 		tests = append(tests, progress.TestStatus{Path: st.Path, Passed: st.Passed, Failed: st.Failed,

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -30,6 +31,24 @@ type TraceWriter interface {
 // must not block on the network.
 type Publisher interface {
 	PartRecorded(ctx context.Context, p *trace.Part) error
+}
+
+// GroundTruth scores checkpoints outside the agent's reach, in the
+// background (*groundtruth.Background); with it, "solved" and the
+// continuation prompt come from its results, not from the agent's
+// run_tests calls.
+type GroundTruth interface {
+	// Submit queues the checkpoint commit part made; it never blocks.
+	Submit(part int, commit string)
+	// Take returns the results landed since the last Take (they ride on
+	// the next part written).
+	Take() []trace.GroundTruth
+	// SolvedAt is the part whose checkpoint first passed every required
+	// path (0: none yet).
+	SolvedAt() int
+	// AtTurnEnd waits for commit's result and returns the standing for
+	// the continuation prompt and whether it is solved.
+	AtTurnEnd(ctx context.Context, part int, commit string) (task.Standing, bool, error)
 }
 
 // Reporter receives progress events.

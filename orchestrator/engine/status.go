@@ -20,7 +20,11 @@ func isRunTests(tool string) bool {
 // that truncated a long output saved the whole of it (OutputFile);
 // readFull, when set, reads that file so the record holds the complete
 // answer.
-func envoiCall(tc *agent.ToolCall, ts string, readFull func(path string) ([]byte, error)) trace.EnvoiCall {
+//
+// Through the tool gateway the agent is told what its feedback level
+// allows and its answer carries a tool_call_id; full, when set, returns
+// the complete answer filed under that id, which is what the trace keeps.
+func envoiCall(tc *agent.ToolCall, ts string, readFull func(path string) ([]byte, error), full func(id string) ([]byte, bool)) trace.EnvoiCall {
 	call := trace.EnvoiCall{CallID: tc.CallID, Timestamp: ts}
 	var in struct {
 		TestPath string `json:"test_path"`
@@ -51,6 +55,16 @@ func envoiCall(tc *agent.ToolCall, ts string, readFull func(path string) ([]byte
 			return call
 		}
 		output = string(full)
+	}
+	if full != nil {
+		var ref struct {
+			ToolCallID string `json:"tool_call_id"`
+		}
+		if json.Unmarshal([]byte(strings.TrimSpace(output)), &ref) == nil && ref.ToolCallID != "" {
+			if b, ok := full(ref.ToolCallID); ok {
+				output = string(b)
+			}
+		}
 	}
 	var got trace.EnvoiCall
 	if err := json.Unmarshal([]byte(strings.TrimSpace(output)), &got); err != nil || got.Path == "" && got.Result == nil {

@@ -10,6 +10,8 @@
 //	part          part, max_parts, turn, session_id, part_type, tool,
 //	              committed, git_commit, tokens (total so far), cost
 //	tests         part, tests {path, passed, failed, total, error}
+//	ground_truth  part (whose checkpoint), ground_truth {passed, failed,
+//	              total, solved, error}: traj's own evaluation landed
 //	turn_ended    turn, part
 //	warning       message
 //	run_ended     reason, part, turn, git_commit, tokens, cost, artifacts,
@@ -36,6 +38,7 @@ const (
 	ToolStarted = "tool_started"
 	PartDone    = "part"
 	Tests       = "tests"
+	GroundTruth = "ground_truth"
 	TurnEnded   = "turn_ended"
 	Warning     = "warning"
 	Finishing   = "finishing"
@@ -63,6 +66,7 @@ type Event struct {
 	TokensTotal  int64             `json:"tokens,omitempty"`
 	Cost         float64           `json:"cost,omitempty"`
 	Tests        *TestStatus       `json:"tests,omitempty"`
+	GroundTruth  *GroundTruthScore `json:"ground_truth,omitempty"`
 	Reason       string            `json:"reason,omitempty"`
 	Message      string            `json:"message,omitempty"`
 	Artifacts    map[string]string `json:"artifacts,omitempty"`
@@ -85,6 +89,27 @@ func (t *TestStatus) String() string {
 		return t.Path + " error"
 	}
 	return fmt.Sprintf("%s %d/%d", t.Path, t.Passed, t.Total)
+}
+
+// GroundTruthScore is one ground-truth result in brief.
+type GroundTruthScore struct {
+	Passed int64  `json:"passed"`
+	Failed int64  `json:"failed"`
+	Total  int64  `json:"total"`
+	Solved bool   `json:"solved"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (g *GroundTruthScore) String() string {
+	switch {
+	case g == nil:
+		return ""
+	case g.Error != "":
+		return " · truth error"
+	case g.Solved:
+		return fmt.Sprintf(" · truth %d/%d solved", g.Passed, g.Total)
+	}
+	return fmt.Sprintf(" · truth %d/%d", g.Passed, g.Total)
 }
 
 // Sink receives events. Implementations are safe for concurrent use.
@@ -153,6 +178,10 @@ func (l Log) Report(ev Event) {
 		}
 		l.L.Log(context.Background(), lvl, "part", "part", ev.Part, "max_parts", ev.MaxParts, "turn", ev.Turn,
 			"type", ev.PartType, "tool", ev.Tool, "committed", ev.Committed, "tokens", ev.TokensTotal)
+	case GroundTruth:
+		g := ev.GroundTruth
+		l.L.Info("ground truth", "part", ev.Part, "passed", g.Passed, "failed", g.Failed, "total", g.Total,
+			"solved", g.Solved, "error", g.Error)
 	case Tests:
 		l.L.Info("tests", "part", ev.Part, "path", ev.Tests.Path, "passed", ev.Tests.Passed,
 			"failed", ev.Tests.Failed, "total", ev.Tests.Total, "error", ev.Tests.Error)
@@ -175,17 +204,20 @@ func (l Log) Report(ev Event) {
 // Notable events (run start, attach command, warnings, end) are printed
 // above it. Close stops the clock and ends the line.
 type Line struct {
-	mu      sync.Mutex
-	w       io.Writer
-	start   time.Time
-	now     func() time.Time
-	state   Event
-	best    *TestStatus
-	lastLen int
-	started bool // run_started seen
-	ended   bool // run_ended seen: nothing more to draw
-	stop    chan struct{}
-	done    chan struct{}
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	now   func() time.Time
+	state Event
+	best  *TestStatus
+	// truth is the ground truth of the newest checkpoint evaluated.
+	truth     *GroundTruthScore
+	truthPart int
+	lastLen   int
+	started   bool // run_started seen
+	ended     bool // run_ended seen: nothing more to draw
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // NewLine starts a status line on w, redrawn at least every second.
@@ -232,6 +264,11 @@ func (l *Line) Report(ev Event) {
 		if ev.Tool == "" {
 			l.state.Tool = ev.PartType
 		}
+	case GroundTruth:
+		// The newest checkpoint's result, not the best: a regression shows.
+		if l.truthPart <= ev.Part {
+			l.truthPart, l.truth = ev.Part, ev.GroundTruth
+		}
 	case Tests:
 		t := *ev.Tests
 		if l.best == nil || t.Error == "" && t.Passed >= l.best.Passed {
@@ -267,8 +304,8 @@ func (l *Line) draw() {
 		l.put(fmt.Sprintf("starting the sandbox and the agent server · %s", elapsed))
 		return
 	}
-	l.put(fmt.Sprintf("part %d/%d · turn %d · %s · tests %s · %s tok · %s",
-		s.Part, s.MaxParts, s.Turn, orDash(s.Tool), l.best.String(), humanCount(s.TokensTotal), elapsed))
+	l.put(fmt.Sprintf("part %d/%d · turn %d · %s · tests %s%s · %s tok · %s",
+		s.Part, s.MaxParts, s.Turn, orDash(s.Tool), l.best.String(), l.truth.String(), humanCount(s.TokensTotal), elapsed))
 }
 
 // put replaces the status line with line.

@@ -6,13 +6,26 @@
 //
 //	task.json   {"name": "…", "description": "…", "environment": "c-compiler",
 //	             "test_paths": ["basics", …], "prompt": "prompt.md",
-//	             "capture": {"exclude": ["/target/"], "max_file_bytes": 10485760}}
+//	             "capture": {"exclude": ["/target/"], "max_file_bytes": 10485760},
+//	             "feedback": "failures", "run_tests": true,
+//	             "ground_truth": {"off": false, "stop_at_first": false,
+//	                              "failing_tests": 10, "workers": 1}}
 //	prompt.md   the first prompt, a text/template: {{.Name}}, {{.TestPaths}}
 //	continue.md optional continuation prompt template: {{.Name}}, {{.TestPaths}},
 //	            {{.Status}} (one line per required test path, unsolved first),
 //	            {{.Turn}} (the turn about to start)
 //
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
+//
+// "feedback" is how much of a run_tests answer the agent is told: counts,
+// failures (the default: failing case names and phases, never the suites'
+// expected outputs) or full; the trace keeps the full answer. "run_tests"
+// false takes the tool away from the agent. "ground_truth" is traj's own
+// evaluation of every checkpoint in an evaluation sandbox, which decides
+// "solved" and feeds the continuation prompt (per-suite counts, fixed and
+// regressed tests since the last turn, up to failing_tests failing test
+// names); "off" returns to version 1's rule (the agent's run_tests calls),
+// "stop_at_first" ends the run at the first passing checkpoint, mid-turn.
 //
 // "capture" decides what each checkpoint records (the agent's .gitignore
 // files play no part): "exclude" lists gitignore-syntax patterns, relative
@@ -60,12 +73,45 @@ type Task struct {
 	PromptFile string `json:"prompt,omitempty"`
 	// Capture decides what checkpoints record (see the package doc).
 	Capture trace.CaptureRules `json:"capture"`
+	// Feedback is how much of a run_tests result the agent is told:
+	// "counts", "failures" (the default: failing case names and phases,
+	// never expected outputs) or "full". The trace keeps the full result.
+	Feedback string `json:"feedback,omitempty"`
+	// RunTests offers the agent the run_tests tool (default true).
+	RunTests *bool `json:"run_tests,omitempty"`
+	// GroundTruth configures traj's own evaluation of every checkpoint.
+	GroundTruth GroundTruthSettings `json:"ground_truth"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
 
 	prompt       *template.Template
 	continuation *template.Template
 }
+
+// GroundTruthSettings configure ground truth during the run.
+type GroundTruthSettings struct {
+	// Off turns it off: "solved" then comes from the agent's run_tests
+	// calls, as in version 1.
+	Off bool `json:"off,omitempty"`
+	// StopAtFirst ends the run at the first checkpoint that passes every
+	// required path, mid-turn; otherwise at the end of that turn.
+	StopAtFirst bool `json:"stop_at_first,omitempty"`
+	// FailingTests caps the failing (and fixed, regressed) test names the
+	// continuation prompt lists (default DefaultFailingTests; -1: none).
+	FailingTests int `json:"failing_tests,omitempty"`
+	// Workers evaluate trees at once (default 1: one tree's cases use
+	// every core already).
+	Workers int `json:"workers,omitempty"`
+}
+
+// DefaultFailingTests is GroundTruthSettings.FailingTests's default.
+const DefaultFailingTests = 10
+
+// DefaultFeedback withholds the suites' expected outputs from the agent.
+const DefaultFeedback = "failures"
+
+// AgentRunTests reports whether the agent gets the run_tests tool.
+func (t *Task) AgentRunTests() bool { return t.RunTests == nil || *t.RunTests }
 
 // ErrUnknown is returned for a name that is neither a built-in task nor a folder.
 var ErrUnknown = errors.New("unknown task")
@@ -175,6 +221,22 @@ func (t *Task) validate() error {
 			return fmt.Errorf("task.json: bad capture.exclude pattern %q", p)
 		}
 	}
+	switch t.Feedback {
+	case "":
+		t.Feedback = DefaultFeedback
+	case "counts", "failures", "full":
+	default:
+		return fmt.Errorf("task.json: feedback %q: want counts, failures or full", t.Feedback)
+	}
+	switch gt := &t.GroundTruth; {
+	case gt.FailingTests == 0:
+		gt.FailingTests = DefaultFailingTests
+	case gt.FailingTests < -1:
+		return fmt.Errorf("task.json: ground_truth.failing_tests %d: want -1 (none) or more", gt.FailingTests)
+	}
+	if t.GroundTruth.Workers < 0 || t.GroundTruth.Workers > 64 {
+		return fmt.Errorf("task.json: ground_truth.workers %d: want 1 to 64", t.GroundTruth.Workers)
+	}
 	if t.PromptFile != "" && (!fs.ValidPath(t.PromptFile) || strings.Contains(t.PromptFile, "/")) {
 		return fmt.Errorf("task.json: prompt %q must be a file name inside the task folder", t.PromptFile)
 	}
@@ -234,11 +296,26 @@ func (s PathStatus) String() string {
 	}
 }
 
-// Continuation renders the prompt for a later turn from the latest status
-// of each required test path, unsolved paths first.
-func (t *Task) Continuation(turn int, status []PathStatus) (string, error) {
-	ordered := make([]PathStatus, len(status))
-	copy(ordered, status)
+// Standing is what a continuation prompt reports: the latest status of
+// each required path and, from ground truth, which tests fail and what
+// changed since the previous turn.
+type Standing struct {
+	Status []PathStatus
+	// GroundTruth: Status is traj's evaluation of the checkpoint of Part;
+	// otherwise it comes from the agent's run_tests calls.
+	GroundTruth bool
+	Part        int
+	// Failing, Fixed and Regressed name tests (suite/case), capped;
+	// the counts are the whole numbers.
+	Failing, Fixed, Regressed                []string
+	FailingCount, FixedCount, RegressedCount int
+}
+
+// Continuation renders the prompt for a later turn from the standing,
+// unsolved paths first.
+func (t *Task) Continuation(turn int, st Standing) (string, error) {
+	ordered := make([]PathStatus, len(st.Status))
+	copy(ordered, st.Status)
 	sort.SliceStable(ordered, func(i, j int) bool {
 		return !ordered[i].Solved() && ordered[j].Solved()
 	})
@@ -247,9 +324,18 @@ func (t *Task) Continuation(turn int, status []PathStatus) (string, error) {
 		lines[i] = s.String()
 	}
 	statusText := strings.Join(lines, "\n")
+	if st.GroundTruth {
+		statusText += names("\n\nFixed since the last turn", st.Fixed, st.FixedCount) +
+			names("\n\nRegressed since the last turn (passed before, fail now)", st.Regressed, st.RegressedCount) +
+			names("\n\nFailing tests", st.Failing, st.FailingCount)
+	}
 	if t.continuation == nil {
+		source := "from your run_tests calls"
+		if st.GroundTruth {
+			source = fmt.Sprintf("traj's evaluation of your workspace at part %d", st.Part)
+		}
 		return "Keep working on the task. Latest results of the required test paths " +
-			"(from your run_tests calls), unsolved first:\n" + statusText +
+			"(" + source + "), unsolved first:\n" + statusText +
 			"\n\nFix the failing tests, run the tests again, and continue until every " +
 			"required test path passes.", nil
 	}
@@ -263,4 +349,20 @@ func (t *Task) Continuation(turn int, status []PathStatus) (string, error) {
 		return "", fmt.Errorf("render continuation of task %s: %w", t.Name, err)
 	}
 	return b.String(), nil
+}
+
+// names is a titled list of test names for a continuation prompt ("" for
+// none), saying how many more there are than listed.
+func names(title string, list []string, count int) string {
+	if count == 0 {
+		return ""
+	}
+	out := fmt.Sprintf("%s (%d):", title, count)
+	for _, n := range list {
+		out += "\n- " + n
+	}
+	if more := count - len(list); more > 0 {
+		out += fmt.Sprintf("\n- … and %d more", more)
+	}
+	return out
 }

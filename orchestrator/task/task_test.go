@@ -54,10 +54,10 @@ func TestLoadFolder(t *testing.T) {
 	if p, _ := tk.Prompt(); p != "Pass basics/smoke basics " {
 		t.Errorf("prompt = %q", p)
 	}
-	got, err := tk.Continuation(3, []PathStatus{
+	got, err := tk.Continuation(3, Standing{Status: []PathStatus{
 		{Path: "basics/smoke", Seen: true, Passed: 4, Total: 4},
 		{Path: "basics", Seen: true, Passed: 3, Failed: 2, Total: 5},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +92,56 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load("no-such-task"); !errors.Is(err, ErrUnknown) {
 		t.Errorf("unknown name: err = %v", err)
+	}
+}
+
+// TestGroundTruthContinuation: the default continuation built from ground
+// truth names its source, what got fixed and regressed, and caps the
+// failing list with the number left out.
+func TestGroundTruthContinuation(t *testing.T) {
+	tk, err := Load("c-compiler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tk.Continuation(2, Standing{GroundTruth: true, Part: 17,
+		Status:  []PathStatus{{Path: "basics", Seen: true, Passed: 8, Failed: 2, Total: 10}},
+		Failing: []string{"basics/a", "basics/b"}, FailingCount: 5,
+		Fixed: []string{"basics/c"}, FixedCount: 1,
+		Regressed: nil, RegressedCount: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"traj's evaluation of your workspace at part 17", "- basics: 8/10 passed, 2 failing",
+		"Fixed since the last turn (1):\n- basics/c", "Failing tests (5):\n- basics/a\n- basics/b\n- … and 3 more"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("continuation lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "Regressed") {
+		t.Errorf("continuation lists regressions when there are none:\n%s", got)
+	}
+}
+
+// TestSettings: the defaults withhold expected outputs and keep run_tests;
+// bad values are refused.
+func TestSettings(t *testing.T) {
+	tk, err := Load("c-compiler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Feedback != "failures" || !tk.AgentRunTests() || tk.GroundTruth.Off || tk.GroundTruth.FailingTests != DefaultFailingTests {
+		t.Fatalf("built-in defaults: feedback %q run_tests %v ground truth %+v", tk.Feedback, tk.AgentRunTests(), tk.GroundTruth)
+	}
+	for _, tc := range []struct{ json, want string }{
+		{`"feedback": "all"`, "feedback"},
+		{`"ground_truth": {"workers": -1}`, "workers"},
+		{`"ground_truth": {"failing_tests": -2}`, "failing_tests"},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "task.json"), []byte(`{"name": "x", "environment": "c-compiler", "test_paths": ["basics"], `+tc.json+`}`), 0o644)
+		os.WriteFile(filepath.Join(dir, "prompt.md"), []byte("p"), 0o644)
+		if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one naming %s", tc.json, err, tc.want)
+		}
 	}
 }

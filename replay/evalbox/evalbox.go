@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/sandbox"
 )
@@ -36,15 +37,24 @@ const (
 	ResultFile = "result.json"
 )
 
-// Signed is what the evaluator writes: the result and its HMAC.
-type Signed struct {
-	Result replay.Result `json:"result"`
-	MAC    string        `json:"mac"`
+// Payload is what the evaluator reports: the result (what the cache
+// stores) and, when asked for detail, the environment's own result of
+// each path (every case's expected and actual output: what run_tests
+// answers the agent).
+type Payload struct {
+	Result replay.Result        `json:"result"`
+	Runs   []environment.Result `json:"runs,omitempty"`
 }
 
-// Sign returns the hex HMAC-SHA-256 of r's JSON under key.
-func Sign(key []byte, r replay.Result) (string, error) {
-	data, err := json.Marshal(r)
+// Signed is what the evaluator writes: the payload and its HMAC.
+type Signed struct {
+	Payload
+	MAC string `json:"mac"`
+}
+
+// Sign returns the hex HMAC-SHA-256 of p's JSON under key.
+func Sign(key []byte, p Payload) (string, error) {
+	data, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("encode result: %w", err)
 	}
@@ -72,6 +82,9 @@ type Evaluator struct {
 	CaseWorkers int
 	// TempDir holds the per-evaluation folders; os.TempDir when empty.
 	TempDir string
+	// Nice lowers the evaluation's CPU priority (0..19; children inherit
+	// it): background ground truth yields to the agent and the recorder.
+	Nice int
 }
 
 // Version implements replay.Evaluator.
@@ -80,25 +93,36 @@ func (e *Evaluator) Version() string { return e.EnvVersion }
 // Evaluate implements replay.Evaluator: dir (an exported tree) is built
 // and tested inside a fresh sandbox.
 func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
+	p, err := e.run(ctx, dir, paths, false)
+	return p.Result, err
+}
+
+// EvaluateDetailed is Evaluate with the environment's own result of each
+// path (Payload.Runs, in the order of paths).
+func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []string) (Payload, error) {
+	return e.run(ctx, dir, paths, true)
+}
+
+func (e *Evaluator) run(ctx context.Context, dir string, paths []string, detail bool) (Payload, error) {
 	tmp, err := os.MkdirTemp(e.TempDir, "traj-evalbox-")
 	if err != nil {
-		return replay.Result{}, fmt.Errorf("evaluation sandbox folder: %w", err)
+		return Payload{}, fmt.Errorf("evaluation sandbox folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "out")
 	if err := os.Mkdir(out, 0o700); err != nil {
-		return replay.Result{}, fmt.Errorf("evaluation sandbox folder: %w", err)
+		return Payload{}, fmt.Errorf("evaluation sandbox folder: %w", err)
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
-		return replay.Result{}, fmt.Errorf("evaluation key: %w", err)
+		return Payload{}, fmt.Errorf("evaluation key: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(out, KeyFile), key, 0o600); err != nil {
-		return replay.Result{}, fmt.Errorf("evaluation key: %w", err)
+		return Payload{}, fmt.Errorf("evaluation key: %w", err)
 	}
 	bin, err := filepath.Abs(e.TrajBin)
 	if err != nil {
-		return replay.Result{}, fmt.Errorf("traj binary: %w", err)
+		return Payload{}, fmt.Errorf("traj binary: %w", err)
 	}
 	mounts := []sandbox.Mount{
 		{Host: bin, Inside: "/opt/traj/eval/traj"},
@@ -107,7 +131,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (r
 	if e.TestsDir != "" {
 		abs, err := filepath.Abs(e.TestsDir)
 		if err != nil {
-			return replay.Result{}, fmt.Errorf("tests dir: %w", err)
+			return Payload{}, fmt.Errorf("tests dir: %w", err)
 		}
 		mounts = append(mounts, sandbox.Mount{Host: abs, Inside: "/opt/traj/eval/tests"})
 	}
@@ -120,7 +144,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (r
 		Helper:        bin,
 	})
 	if err != nil {
-		return replay.Result{}, fmt.Errorf("evaluation sandbox: %w", err)
+		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
 	}
 	defer sb.Stop(context.WithoutCancel(ctx))
 	inside := func(p string) string {
@@ -134,50 +158,56 @@ func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (r
 	if e.TestsDir != "" {
 		args = append(args, "--tests-dir", inside(mounts[2].Host))
 	}
+	if detail {
+		args = append(args, "--detail")
+	}
+	if e.Nice > 0 {
+		args = append(args, "--nice", fmt.Sprint(e.Nice))
+	}
 	if e.CaseWorkers > 0 {
 		args = append(args, "--workers", fmt.Sprint(e.CaseWorkers))
 	}
 	args = append(args, paths...)
 	svc, err := sb.StartService(ctx, sandbox.ServiceSpec{Name: "evaluate", Path: inside(bin), Args: args, Dir: inside(dir)})
 	if err != nil {
-		return replay.Result{}, fmt.Errorf("start evaluation: %w", err)
+		return Payload{}, fmt.Errorf("start evaluation: %w", err)
 	}
 	select {
 	case <-svc.Done():
 	case <-ctx.Done():
-		return replay.Result{}, ctx.Err()
+		return Payload{}, ctx.Err()
 	}
 	// Every process of the tree is gone before the result is read.
 	if err := sb.Stop(context.WithoutCancel(ctx)); err != nil {
-		return replay.Result{}, fmt.Errorf("stop evaluation sandbox: %w", err)
+		return Payload{}, fmt.Errorf("stop evaluation sandbox: %w", err)
 	}
 	if err := svc.Err(); err != nil {
 		tail, _ := os.ReadFile(sb.LogPath("evaluate"))
 		if len(tail) > 2000 {
 			tail = tail[len(tail)-2000:]
 		}
-		return replay.Result{}, fmt.Errorf("evaluation in the sandbox: %w: %s", err, tail)
+		return Payload{}, fmt.Errorf("evaluation in the sandbox: %w: %s", err, tail)
 	}
 	return ReadSigned(filepath.Join(out, ResultFile), key)
 }
 
 // ReadSigned reads the evaluator's result and checks its signature.
-func ReadSigned(path string, key []byte) (replay.Result, error) {
+func ReadSigned(path string, key []byte) (Payload, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 	if err != nil {
-		return replay.Result{}, fmt.Errorf("read evaluation result: %w", err)
+		return Payload{}, fmt.Errorf("read evaluation result: %w", err)
 	}
 	defer f.Close()
 	var s Signed
 	if err := json.NewDecoder(f).Decode(&s); err != nil {
-		return replay.Result{}, fmt.Errorf("read evaluation result: %w", err)
+		return Payload{}, fmt.Errorf("read evaluation result: %w", err)
 	}
-	want, err := Sign(key, s.Result)
+	want, err := Sign(key, s.Payload)
 	if err != nil {
-		return replay.Result{}, err
+		return Payload{}, err
 	}
 	if !hmac.Equal([]byte(want), []byte(s.MAC)) {
-		return replay.Result{}, errors.New("evaluation result is not signed by the evaluator: refused (something in the tree wrote it)")
+		return Payload{}, errors.New("evaluation result is not signed by the evaluator: refused (something in the tree wrote it)")
 	}
-	return s.Result, nil
+	return s.Payload, nil
 }

@@ -87,7 +87,7 @@ func TestUnsignedResultRefused(t *testing.T) {
 	if _, err := evalbox.ReadSigned(p, []byte("key")); err == nil {
 		t.Fatal("an unsigned result was accepted")
 	}
-	mac, err := evalbox.Sign([]byte("key"), replay.Result{Suites: map[string]replay.SuiteResult{"basics": {Passed: 1, Total: 2}}})
+	mac, err := evalbox.Sign([]byte("key"), evalbox.Payload{Result: replay.Result{Suites: map[string]replay.SuiteResult{"basics": {Passed: 1, Total: 2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestUnsignedResultRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := evalbox.ReadSigned(p, []byte("key"))
-	if err != nil || r.Suites["basics"].Passed != 1 {
+	if err != nil || r.Result.Suites["basics"].Passed != 1 {
 		t.Fatalf("signed result: %+v, %v", r, err)
 	}
 }

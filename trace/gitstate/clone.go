@@ -553,3 +553,16 @@ func initDest(dest string, bare bool) (undo func(), err error) {
 	}
 	return func() { cleanDest(dest, created) }, nil
 }
+
+// CommitTree returns the tree hash of commit (full hex hashes).
+func (r *Repo) CommitTree(commit string) (string, error) {
+	h, ok := parseHash(commit)
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrUnknownCommit, commit)
+	}
+	c, err := object.GetCommit(r.st, h)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrUnknownCommit, commit, err)
+	}
+	return c.TreeHash.String(), nil
+}

@@ -249,7 +249,7 @@ func (g *Gateway) join(t Tool, req request) (*flight, int, string) {
 func (g *Gateway) run(t Tool, f *flight) {
 	defer g.wg.Done()
 	g.log.Info("tool call", "tool", t.Name, "tool_call_id", f.call.ToolCallID)
-	res := t.Run(g.ctx, f.call.Arguments)
+	res := t.Run(context.WithValue(g.ctx, callIDKey{}, f.call.ToolCallID), f.call.Arguments)
 	g.mu.Lock()
 	f.call.Result = res
 	f.call.DurationMS = time.Since(f.call.Start).Milliseconds()
@@ -264,6 +264,15 @@ func (g *Gateway) run(t Tool, f *flight) {
 		}
 	}
 	g.mu.Unlock()
+}
+
+type callIDKey struct{}
+
+// CallID is the tool_call_id of the call a Tool.Run serves ("" outside
+// one): a tool that keeps more than it answers files it under this id.
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
 }
 
 func compact(raw json.RawMessage) []byte {

@@ -1,0 +1,197 @@
+// Package groundtruth scores a trajectory while it runs, outside the
+// agent's reach: every checkpoint tree is built and tested in an
+// evaluation sandbox (replay/evalbox) with the same environment, cache key
+// and result format as `traj replay evaluate`, and the results decide
+// "solved" and feed the continuation prompt (Background). The agent's own
+// run_tests calls take the same road (Scorer.RunTests, behind the tool
+// gateway), on a snapshot of the workspace, so the tests and their
+// expected outputs never enter the agent's sandbox.
+package groundtruth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/trace"
+)
+
+// Trees is what the scorer needs of the checkpoint history.
+type Trees interface {
+	// CommitTree returns commit's tree hash.
+	CommitTree(commit string) (string, error)
+	// ExportTree writes a tree's files into dest (missing or empty).
+	ExportTree(ctx context.Context, tree, dest string) error
+}
+
+// Evaluator builds and tests a tree in an evaluation sandbox
+// (*evalbox.Evaluator).
+type Evaluator interface {
+	replay.Evaluator
+	// EvaluateDetailed also returns each path's full environment result.
+	EvaluateDetailed(ctx context.Context, dir string, paths []string) (evalbox.Payload, error)
+}
+
+// Scorer evaluates trees: from the evaluation cache when it holds the
+// tree, else exported from the history and evaluated in the sandbox, and
+// the result cached under the key `traj replay evaluate` uses.
+type Scorer struct {
+	Trees Trees
+	Eval  Evaluator
+	// Cache is where results are kept (the store's evaluation cache, which
+	// no agent can write); nil caches nothing.
+	Cache replay.Cache
+	// Paths are the task's required test paths.
+	Paths []string
+	// TempDir holds exported trees; os.TempDir when empty.
+	TempDir string
+	Logger  *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+func (s *Scorer) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+func (s *Scorer) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// Score evaluates commit (made by part) on the required paths and
+// summarizes it. An evaluation that could not be done is a GroundTruth
+// with Error set, not an error; the error is only ctx's.
+func (s *Scorer) Score(ctx context.Context, part int, commit string) (trace.GroundTruth, error) {
+	start := s.now()
+	g := trace.GroundTruth{Part: part, Commit: commit, Suites: []trace.SuiteCount{}}
+	tree, err := s.Trees.CommitTree(commit)
+	if err != nil {
+		g.Error = err.Error()
+		g.Timestamp = trace.Timestamp(s.now())
+		return g, nil
+	}
+	g.Tree = tree
+	res, key, cached, err := s.scoreTree(ctx, tree)
+	if ctx.Err() != nil {
+		return g, ctx.Err()
+	}
+	g.CacheKey, g.Cached = key, cached
+	if err != nil {
+		g.Error = err.Error()
+	} else {
+		summarize(&g, res, s.Paths)
+	}
+	g.Timestamp = trace.Timestamp(s.now())
+	g.DurationMs = s.now().Sub(start).Milliseconds()
+	return g, nil
+}
+
+// Detail returns the cached per-case result of a ground truth (its
+// CacheKey), for the continuation prompt's failing and regressed tests.
+func (s *Scorer) Detail(ctx context.Context, g trace.GroundTruth) (replay.Result, bool) {
+	if s.Cache == nil || g.CacheKey == "" {
+		return replay.Result{}, false
+	}
+	e, ok, err := s.Cache.Get(ctx, g.CacheKey)
+	if err != nil || !ok {
+		return replay.Result{}, false
+	}
+	return e.Result, true
+}
+
+func (s *Scorer) scoreTree(ctx context.Context, tree string) (replay.Result, string, bool, error) {
+	version := s.Eval.Version()
+	key := replay.CacheKey(tree, version, s.Paths)
+	if s.Cache != nil {
+		e, ok, err := s.Cache.Get(ctx, key)
+		switch {
+		case errors.Is(err, replay.ErrBadEntry):
+			s.log().Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree, "err", err)
+		case err != nil:
+			s.log().Warn("read evaluation cache", "tree", tree, "err", err)
+		case ok:
+			return e.Result, key, true, nil
+		}
+	}
+	start := time.Now()
+	var res replay.Result
+	err := s.withTree(ctx, tree, func(dir string) error {
+		var err error
+		res, err = s.Eval.Evaluate(ctx, dir, s.Paths)
+		return err
+	})
+	if err != nil {
+		return replay.Result{}, key, false, err
+	}
+	if s.Cache != nil {
+		e := replay.CacheEntry{Tree: tree, EnvVersion: version, TestPaths: s.Paths, Result: res,
+			DurationMs: time.Since(start).Milliseconds()}
+		if err := s.Cache.Put(ctx, key, e); err != nil {
+			s.log().Warn("write evaluation cache", "tree", tree, "err", err)
+		}
+	}
+	return res, key, false, nil
+}
+
+// withTree exports tree into a fresh folder, calls fn with it, and
+// removes it.
+func (s *Scorer) withTree(ctx context.Context, tree string, fn func(dir string) error) error {
+	tmp, err := os.MkdirTemp(s.TempDir, "traj-gt-")
+	if err != nil {
+		return fmt.Errorf("folder for tree %s: %w", tree, err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := tmp + "/tree"
+	if err := s.Trees.ExportTree(ctx, tree, dir); err != nil {
+		return err
+	}
+	return fn(dir)
+}
+
+// RunTests runs one test path on a workspace snapshot (tree) in the
+// evaluation sandbox and returns the environment's full result: what
+// the agent's run_tests call answers, before its feedback level cuts it.
+func (s *Scorer) RunTests(ctx context.Context, tree, path string) (environment.Result, error) {
+	var run environment.Result
+	err := s.withTree(ctx, tree, func(dir string) error {
+		p, err := s.Eval.EvaluateDetailed(ctx, dir, []string{path})
+		if err != nil {
+			return err
+		}
+		if len(p.Runs) != 1 {
+			return fmt.Errorf("evaluation of %s returned %d results, want 1", path, len(p.Runs))
+		}
+		run = p.Runs[0]
+		return nil
+	})
+	return run, err
+}
+
+// summarize fills g's counts from res, per required path in task order.
+func summarize(g *trace.GroundTruth, res replay.Result, paths []string) {
+	g.Solved = len(paths) > 0
+	for _, p := range paths {
+		sr, ok := res.Suites[p]
+		c := trace.SuiteCount{Path: p, Passed: int64(sr.Passed), Failed: int64(sr.Failed), Total: int64(sr.Total),
+			BuildOK: ok && sr.Error == ""}
+		g.Suites = append(g.Suites, c)
+		g.Passed += c.Passed
+		g.Failed += c.Failed
+		g.Total += c.Total
+		if !ok || sr.Error != "" || sr.Total == 0 || sr.Failed > 0 || sr.Passed != sr.Total {
+			g.Solved = false
+		}
+	}
+}

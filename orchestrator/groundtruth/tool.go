@@ -1,0 +1,89 @@
+package groundtruth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/mcp"
+	"github.com/trajlab/traj/sandbox/gateway/tool"
+)
+
+// TestsTool is the agent's run_tests, served by the tool gateway: each
+// call snapshots the workspace (the tree a checkpoint would record) and
+// runs the path on it in an evaluation sandbox. The agent is told what
+// the feedback level allows; the full answer is kept for the trace under
+// the call's tool_call_id, which the agent's answer carries.
+type TestsTool struct {
+	scorer   *Scorer
+	snapshot func(ctx context.Context) (string, error)
+	srv      *mcp.Server
+	feedback mcp.Feedback
+
+	mu   sync.Mutex
+	full map[string][]byte
+}
+
+// NewTestsTool serves run_tests for env's paths; snapshot returns the
+// workspace's tree now (gitstate.Repo.Snapshot).
+func NewTestsTool(s *Scorer, env environment.Environment, snapshot func(ctx context.Context) (string, error), fb mcp.Feedback) *TestsTool {
+	t := &TestsTool{scorer: s, snapshot: snapshot, feedback: fb, full: map[string][]byte{}}
+	t.srv = mcp.New(env, "", mcp.Options{Feedback: fb, Logger: s.Logger, Runner: t.run})
+	return t
+}
+
+func (t *TestsTool) run(ctx context.Context, path string) (environment.Result, error) {
+	tree, err := t.snapshot(ctx)
+	if err != nil {
+		return environment.Result{}, err
+	}
+	return t.scorer.RunTests(ctx, tree, path)
+}
+
+// answer is what the agent is told: the run_tests JSON at the feedback
+// level, with the id of the full answer.
+type answer struct {
+	mcp.Response
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// Tool is the gateway's tool.
+func (t *TestsTool) Tool() tool.Tool {
+	schema := json.RawMessage(`{"type":"object","properties":{"test_path":{"type":"string",` +
+		`"description":"A test path, e.g. basics/smoke, wacct/chapter_1, c_testsuite/part_1, torture/part_1 or all."}},` +
+		`"required":["test_path"]}`)
+	return tool.Tool{Name: mcp.ToolName, Description: t.srv.Description(), InputSchema: schema,
+		Run: func(ctx context.Context, args json.RawMessage) tool.Result {
+			var in struct {
+				TestPath *string `json:"test_path"`
+			}
+			var resp mcp.Response
+			if err := json.Unmarshal(args, &in); err != nil || in.TestPath == nil {
+				msg := "test_path (a string) is required"
+				resp = mcp.Response{StatusCode: 400, Error: &msg}
+			} else {
+				resp = t.srv.RunTests(ctx, *in.TestPath, nil)
+			}
+			id := tool.CallID(ctx)
+			if full, err := json.Marshal(resp); err == nil {
+				t.mu.Lock()
+				t.full[id] = full
+				t.mu.Unlock()
+			}
+			text, err := json.Marshal(answer{Response: resp.For(t.feedback), ToolCallID: id})
+			if err != nil {
+				return tool.Result{Text: fmt.Sprintf("encode run_tests answer: %v", err), IsError: true}
+			}
+			return tool.Result{Text: string(text), IsError: resp.StatusCode != 200}
+		}}
+}
+
+// Full returns the full run_tests answer of a call, as JSON.
+func (t *TestsTool) Full(toolCallID string) ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, ok := t.full[toolCallID]
+	return b, ok
+}
