@@ -16,10 +16,10 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Bundle errors. Each error a reader returns wraps one of these.
@@ -431,14 +431,15 @@ func (r *Repo) readBundle(ctx context.Context, rd io.Reader) (*BundleHeader, err
 		return nil, err
 	}
 	if len(hdr.Prerequisites) > 0 {
-		err = r.storeThinPack(tmp)
+		err = r.storeThinPack(ctx, tmp)
 	} else {
-		err = r.storePack(tmp, sum)
+		err = r.storePack(ctx, tmp, sum)
 	}
-	if err != nil {
-		if errors.Is(err, packfile.ErrReferenceDeltaNotFound) {
-			return nil, fmt.Errorf("%w: delta base not in pack or repository: %w", ErrMissingPrerequisite, err)
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrCorruptBundle), errors.Is(err, ErrMissingPrerequisite), ctx.Err() != nil:
+		return nil, fmt.Errorf("index pack: %w", err)
+	default:
 		return nil, fmt.Errorf("%w: index pack: %w", ErrCorruptBundle, err)
 	}
 	for _, ref := range hdr.Refs {
@@ -543,24 +544,19 @@ func (c ctxReader) Read(p []byte) (int, error) {
 
 // storePack indexes the complete pack in f and keeps it with its index in
 // objects/pack, as git does.
-func (r *Repo) storePack(f *os.File, sum plumbing.Hash) error {
-	iw := new(idxfile.Writer)
-	parser, err := packfile.NewParser(packfile.NewScanner(f), iw)
+func (r *Repo) storePack(ctx context.Context, f *os.File, sum plumbing.Hash) error {
+	p, err := newPackIndex(ctx, f)
 	if err != nil {
 		return err
 	}
-	if _, err := parser.Parse(); err != nil {
+	if err := p.scan(); err != nil {
 		return err
 	}
-	idx, err := iw.Index()
-	if err != nil {
+	if err := p.resolve(); err != nil {
 		return err
 	}
 	base := filepath.Join(r.git, "objects", "pack", "pack-"+sum.String())
-	if err := writeFileAtomic(base+".idx", func(w io.Writer) error {
-		_, err := idxfile.NewEncoder(w).Encode(idx)
-		return err
-	}); err != nil {
+	if err := writeFileAtomic(base+".idx", func(w io.Writer) error { return p.writeIdx(w, sum) }); err != nil {
 		return err
 	}
 	if err := os.Link(f.Name(), base+".pack"); err != nil && !os.IsExist(err) {
@@ -571,12 +567,41 @@ func (r *Repo) storePack(f *os.File, sum plumbing.Hash) error {
 }
 
 // storeThinPack stores the objects of the thin pack in f as loose objects,
-// resolving deltas against the repository.
-func (r *Repo) storeThinPack(f *os.File) error {
-	parser, err := packfile.NewParserWithStorage(packfile.NewScanner(f), r.st)
-	if err != nil {
-		return err
+// resolving deltas against the repository. The pack is checked whole
+// first, so a bad one stores nothing; then read again, storing.
+func (r *Repo) storeThinPack(ctx context.Context, f *os.File) error {
+	external := func(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+		obj, err := r.st.EncodedObject(plumbing.AnyObject, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return plumbing.InvalidObject, nil, fmt.Errorf("%w: delta base %s is in neither the pack nor the repository", ErrMissingPrerequisite, h)
+		}
+		if err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("read delta base %s: %w", h, err)
+		}
+		if obj.Size() > maxDeltaObject {
+			return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s (%d bytes) is a delta base, above the %d MiB limit for delta objects", ErrCorruptBundle, h, obj.Size(), maxDeltaObject>>20)
+		}
+		data, err := objectBytes(obj)
+		if err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("read delta base %s: %w", h, err)
+		}
+		return obj.Type(), data, nil
 	}
-	_, err = parser.Parse()
-	return err
+	for _, store := range []bool{false, true} {
+		p, err := newPackIndex(ctx, f)
+		if err != nil {
+			return err
+		}
+		p.external = external
+		if store {
+			p.loose = dotgit.New(r.st.Filesystem())
+		}
+		if err := p.scan(); err != nil {
+			return err
+		}
+		if err := p.resolve(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
