@@ -85,6 +85,8 @@ type packIndex struct {
 	// external returns a base the pack leaves out (a thin pack's); nil for
 	// a pack that must be self-contained.
 	external func(plumbing.Hash) (plumbing.ObjectType, []byte, error)
+	// budget is heldBudget (tests lower it to exercise rebuilding).
+	budget int
 	// loose, when set, receives every object as a loose object (a thin
 	// pack's objects are stored so, not kept as a pack).
 	loose *dotgit.DotGit
@@ -98,7 +100,7 @@ func newPackIndex(ctx context.Context, f *os.File) (*packIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &packIndex{ctx: ctx, f: f, size: fi.Size()}, nil
+	return &packIndex{ctx: ctx, f: f, size: fi.Size(), budget: heldBudget}, nil
 }
 
 func corruptf(format string, args ...any) error {
@@ -143,6 +145,7 @@ func (p *packIndex) scan() error {
 
 func (p *packIndex) scanEntry(pr *packReader, idx int32) error {
 	e := packEntry{offset: pr.offset()}
+	what := "" // names a delta in errors
 	pr.startCRC()
 	c, err := pr.ReadByte()
 	if err != nil {
@@ -174,6 +177,7 @@ func (p *packIndex) scanEntry(pr *packReader, idx int32) error {
 			return corruptf("object at offset %d: delta base offset %d outside the pack", e.offset, e.offset-dist)
 		}
 		p.ofsKids = append(p.ofsKids, ofsKid{base: e.offset - dist, kid: idx})
+		what = fmt.Sprintf("delta at offset %d (base at offset %d)", e.offset, e.offset-dist)
 		e.isDelta = true
 	case plumbing.REFDeltaObject:
 		var h plumbing.Hash
@@ -181,6 +185,7 @@ func (p *packIndex) scanEntry(pr *packReader, idx int32) error {
 			return corruptf("object at offset %d: bad delta base", e.offset)
 		}
 		p.refKids = append(p.refKids, refKid{base: h, kid: idx})
+		what = fmt.Sprintf("delta at offset %d (base %s)", e.offset, h)
 		e.isDelta = true
 	default:
 		return corruptf("object at offset %d: type %d", e.offset, e.typ)
@@ -191,7 +196,7 @@ func (p *packIndex) scanEntry(pr *packReader, idx int32) error {
 	}
 	if e.isDelta {
 		if e.size > maxDeltaObject {
-			return fmt.Errorf("%w: delta at offset %d: %d bytes of instructions, above the %d MiB limit for delta objects", ErrCorruptBundle, e.offset, e.size, maxDeltaObject>>20)
+			return fmt.Errorf("%w: %s: %d bytes of instructions, above the %d MiB limit for delta objects", ErrCorruptBundle, what, e.size, maxDeltaObject>>20)
 		}
 		// The instructions start with the base's and the result's sizes:
 		// refuse a huge result before anyone builds it.
@@ -206,7 +211,7 @@ func (p *packIndex) scanEntry(pr *packReader, idx int32) error {
 			return corruptf("delta at offset %d: bad size header", e.offset)
 		}
 		if baseSize > maxDeltaObject || resultSize > maxDeltaObject {
-			return fmt.Errorf("%w: delta at offset %d declares a %d-byte result from a %d-byte base, above the %d MiB limit for delta objects", ErrCorruptBundle, e.offset, resultSize, baseSize, maxDeltaObject>>20)
+			return fmt.Errorf("%w: %s declares a %d-byte result from a %d-byte base, above the %d MiB limit for delta objects", ErrCorruptBundle, what, resultSize, baseSize, maxDeltaObject>>20)
 		}
 		if err := discardExactly(p.zr, e.size-int64(got)); err != nil {
 			return corruptf("delta at offset %d: %v", e.offset, err)
@@ -446,7 +451,7 @@ func (p *packIndex) walk(root int32, h plumbing.Hash, typ plumbing.ObjectType, d
 		if next := p.kids(e.offset, e.hash); len(next) > 0 {
 			stack = append(stack, frame{entry: kid, hash: e.hash, data: result, kids: next})
 			held += len(result)
-			held = dropOldest(stack, held)
+			held = dropOldest(stack, held, p.budget)
 		}
 	}
 	return nil
@@ -487,7 +492,7 @@ func (p *packIndex) dataOf(stack []frame, k int, held *int) ([]byte, error) {
 		if k == 0 {
 			stack[0].data = data
 			*held += len(data)
-			*held = dropOldest(stack[:1], *held)
+			*held = dropOldest(stack[:1], *held, p.budget)
 			return data, nil
 		}
 		j = 0
@@ -504,14 +509,14 @@ func (p *packIndex) dataOf(stack []frame, k int, held *int) ([]byte, error) {
 	}
 	stack[k].data = cur
 	*held += len(cur)
-	*held = dropOldest(stack[:k+1], *held)
+	*held = dropOldest(stack[:k+1], *held, p.budget)
 	return cur, nil
 }
 
 // dropOldest drops contents from the bottom of the stack (never the top
-// frame's) until at most heldBudget bytes are held, and returns what is.
-func dropOldest(stack []frame, held int) int {
-	for i := 0; held > heldBudget && i < len(stack)-1; i++ {
+// frame's) until at most budget bytes are held, and returns what is.
+func dropOldest(stack []frame, held, budget int) int {
+	for i := 0; held > budget && i < len(stack)-1; i++ {
 		if stack[i].entry < 0 {
 			continue // an external base cannot be read again from the pack
 		}

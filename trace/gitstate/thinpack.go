@@ -52,6 +52,14 @@ func writeThinPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writ
 		if err != nil {
 			return fmt.Errorf("read %s: %w", it.hash, err)
 		}
+		if obj.Size() > largeObject {
+			// Streamed whole, as in full packs: never a delta, so readers
+			// never build one this large (maxDeltaObject).
+			if err := streamEntry(mw, zw, obj); err != nil {
+				return fmt.Errorf("write %s: %w", it.hash, err)
+			}
+			continue
+		}
 		data, err := objectBytes(obj)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", it.hash, err)
@@ -87,7 +95,7 @@ func thinDelta(st storer.EncodedObjectStorer, it packItem, typ plumbing.ObjectTy
 		return nil
 	}
 	base, err := st.EncodedObject(typ, it.base)
-	if err != nil {
+	if err != nil || base.Size() > largeObject {
 		return nil
 	}
 	src, err := objectBytes(base)
