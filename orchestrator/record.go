@@ -91,16 +91,33 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	if err != nil {
 		return nil, err
 	}
+	// The checkpoint history is traj's, outside the workspace (made with an
+	// empty commit on the first start, reopened on resume).
+	repo, err := folder.OpenCheckpoints(ctx, state.CheckpointsDir(), p.Workspace, s.Task.Capture, opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	sc, err := newScoring(ctx, opts, s, env, repo)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.close()
 	// The model gateway links each call to the parts recorded before it.
 	var partsSoFar atomic.Int64
 	partsSoFar.Store(int64(s.Recorded.Parts))
 	opts.Reporter = progress.Multi{opts.Reporter, partCounter{&partsSoFar}}
+	sc.start(ctx, opts.Reporter, opts.Now)
 	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
 		OpenCodeBin: opts.OpenCodeBin, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
 		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, model.RecordName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
-		Parts: func() int { return int(partsSoFar.Load()) }})
+		Parts: func() int { return int(partsSoFar.Load()) },
+		Tools: sc.tools(), ToolRecord: filepath.Join(p.Dir, ToolRecordName)})
 	if err != nil {
 		return nil, err
 	}
@@ -117,16 +134,6 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		}
 	}
 	defer stopAgent()
-	// The checkpoint history is traj's, outside the workspace (made with an
-	// empty commit on the first start, reopened on resume).
-	repo, err := folder.OpenCheckpoints(ctx, state.CheckpointsDir(), p.Workspace, s.Task.Capture, opts.Now)
-	if err != nil {
-		return nil, err
-	}
-	head, err := repo.Head()
-	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
-	}
 	state.SessionID = ag.Root.ID
 	if err := folder.WriteRunState(p.Dir, state); err != nil {
 		return nil, err
@@ -164,6 +171,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		MaxParts: opts.MaxParts, StartCommit: head.String(), AbortGrace: opts.AbortGrace, MaxEmptyTurns: opts.MaxEmptyTurns,
 		StallTimeout: opts.StallTimeout,
 		Now:          opts.Now, Logger: log, AfterTurn: ag.AfterTurn, Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
+		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -187,7 +195,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// The harness stops before the final checkpoint, so nothing changes
 	// the workspace behind it.
 	stopAgent()
-	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub}
+	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc}
 	return f.finish(ctx, out, loopErr)
 }
 
@@ -251,12 +259,13 @@ type finisher struct {
 	w     *trace.Writer
 	up    *upload.Uploader
 	pub   *folder.HistoryPublisher
+	sc    *scoring
 }
 
 // finish ends the trajectory: final checkpoint, session_end, bundle,
 // uploads. It runs under its own deadline even when ctx was cancelled.
-func (f *finisher) finish(ctx context.Context, out engine.Outcome, loopErr error) (*Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FinishTimeout)
+func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr error) (*Result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), f.opts.FinishTimeout)
 	defer cancel()
 	p, log := f.s.Paths, f.opts.Logger
 	if out.Reason == "" {
@@ -264,6 +273,9 @@ func (f *finisher) finish(ctx context.Context, out engine.Outcome, loopErr error
 	}
 	res := &Result{TrajectoryID: p.ID, Dir: p.Dir, Workspace: p.Workspace}
 	final, err := f.repo.Checkpoint(ctx, out.Parts)
+	// The final tree's ground truth (and what is still queued) lands
+	// before session_end, under its own deadline.
+	truth := f.sc.finish(parent, out.Parts, final, f.opts.FinishTimeout)
 	if err != nil {
 		// The trace still closes, at the last recorded commit.
 		log.Error("final checkpoint", "err", err)
@@ -277,8 +289,18 @@ func (f *finisher) finish(ctx context.Context, out engine.Outcome, loopErr error
 			log.Warn("history bundle of the final checkpoint", "err", err)
 		}
 	}
+	if at := f.sc.solvedAt(); at > 0 && loopErr == nil {
+		// Solved is ground truth's to say, whatever ended the loop.
+		switch {
+		case out.Reason != trace.EndSolved:
+			out.Detail = fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path (the loop ended: %s)", at, out.Reason)
+			out.Reason = trace.EndSolved
+		case out.Detail == "":
+			out.Detail = fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path", at)
+		}
+	}
 	end := trace.SessionEnd{Reason: out.Reason, FinalGitCommit: final.CommitAfter,
-		EndedAt: trace.Timestamp(f.opts.Now()), Detail: out.Detail}
+		EndedAt: trace.Timestamp(f.opts.Now()), Detail: out.Detail, GroundTruth: truth}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)

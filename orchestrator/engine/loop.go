@@ -175,6 +175,11 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 			return l.outcome("", ""), err
 		}
 	}
+	if l.cfg.GroundTruth != nil && l.head != "" {
+		// Parts before the first change point at the start commit: replay
+		// evaluates it too, so ground truth covers it.
+		l.cfg.GroundTruth.Submit(l.parts, l.head)
+	}
 	emptyTurns, stalls := 0, 0
 	for {
 		if l.parts >= l.cfg.MaxParts {

@@ -18,6 +18,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/gateway/tool"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
 )
@@ -52,6 +53,12 @@ type Spec struct {
 	Price     *agent.Price
 	// Parts reports how many parts the trace holds (for the record).
 	Parts func() int
+	// Tools are served to the agent through the tool gateway (run_tests
+	// on an evaluation sandbox); the harness loads the stub as its tests
+	// MCP server. None: no tests MCP server.
+	Tools []tool.Tool
+	// ToolRecord is the tool-call record file (beside the trace).
+	ToolRecord string
 }
 
 // Launched is a running harness with its root session, plus what the run
@@ -111,18 +118,31 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := openSandbox(ctx, spec, hBin, []string{ep.Addr})
+	tg, err := startToolGateway(spec)
 	if err != nil {
+		ep.Stop()
+		return nil, err
+	}
+	gateways := []string{ep.Addr}
+	if tg != nil {
+		gateways = append(gateways, tg.addr)
+	}
+	sb, err := openSandbox(ctx, spec, hBin, gateways)
+	if err != nil {
+		tg.stop()
 		ep.Stop()
 		return nil, err
 	}
 	l := &Launched{Started: &agent.Started{}}
 	var (
-		stops = []func(context.Context){func(context.Context) { ep.Stop() }}
+		stops = []func(context.Context){func(context.Context) { ep.Stop() }, func(context.Context) { tg.stop() }}
 		// secrets grows as services start; Stop redacts the logs with
 		// what it holds by then.
 		secrets = append(secret.Gather(spec.APIKeyEnvs, os.Getenv), ep.Secrets...)
 	)
+	if tg != nil {
+		secrets = append(secrets, tg.token)
+	}
 	var once sync.Once
 	var stopErr error
 	stop := func(ctx context.Context) error {
@@ -141,27 +161,18 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		}
 	}()
 
-	// The tests MCP server runs in the sandbox: its command names paths
-	// as the sandbox shows them.
-	trajIn, err := insidePath(sb, spec.TrajBin)
-	if err != nil {
-		return nil, fmt.Errorf("traj binary: %w", err)
-	}
-	wsIn, err := insidePath(sb, spec.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	tests := opencode.TrajMCP(trajIn, wsIn)
-	if spec.TestsDir != "" {
-		testsIn, err := insidePath(sb, spec.TestsDir)
-		if err != nil {
-			return nil, fmt.Errorf("tests dir: %w", err)
-		}
-		tests = append(tests, "--tests-dir", testsIn)
-	}
 	aspec := agent.Spec{TrajectoryID: spec.ID, Workspace: spec.Workspace, StateDir: spec.SandboxDir,
-		Binary: hBin, Model: spec.Model, MCP: []agent.MCPServer{{Name: "tests", Command: tests}},
-		Env: ep.Env, Endpoint: ep.Endpoint, Logger: spec.Logger}
+		Binary: hBin, Model: spec.Model, Env: ep.Env, Endpoint: ep.Endpoint, Logger: spec.Logger}
+	if tg != nil {
+		// The stub runs in the sandbox (its command names traj as the
+		// sandbox shows it); the tests run outside, behind the gateway.
+		trajIn, err := insidePath(sb, spec.TrajBin)
+		if err != nil {
+			return nil, fmt.Errorf("traj binary: %w", err)
+		}
+		aspec.MCP = []agent.MCPServer{{Name: "tests", Command: []string{trajIn, "tool-stub", "--gateway", "http://" + tg.addr},
+			Env: []string{tool.TokenEnv + "=" + tg.token}}}
+	}
 	if spec.Script != "" {
 		aspec.Endpoint.SmallModel = "small"
 		model := ep.Scripted
@@ -212,4 +223,52 @@ func randomHex() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// toolGateway is the run's tool gateway and what the stub needs to reach it.
+type toolGateway struct {
+	g      *tool.Gateway
+	record *os.File
+	addr   string
+	token  string
+}
+
+// startToolGateway serves spec.Tools on loopback (nil without tools).
+func startToolGateway(spec Spec) (*toolGateway, error) {
+	if len(spec.Tools) == 0 {
+		return nil, nil
+	}
+	tg := &toolGateway{token: randomHex()}
+	opts := tool.Options{Token: tg.token, Tools: spec.Tools, Logger: spec.Logger}
+	if spec.ToolRecord != "" {
+		f, err := os.OpenFile(spec.ToolRecord, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("tool call record: %w", err)
+		}
+		tg.record, opts.Record = f, f
+	}
+	g, err := tool.New(opts)
+	if err == nil {
+		err = g.Listen("127.0.0.1:0")
+	}
+	if err != nil {
+		if tg.record != nil {
+			tg.record.Close()
+		}
+		return nil, err
+	}
+	tg.g, tg.addr = g, g.Addr()
+	return tg, nil
+}
+
+// stop closes the gateway (calls still running are cancelled) and its
+// record; a nil gateway is a no-op.
+func (tg *toolGateway) stop() {
+	if tg == nil {
+		return
+	}
+	_ = tg.g.Close() // calls in flight are cancelled; the record holds the completed ones
+	if tg.record != nil {
+		tg.record.Close()
+	}
 }

@@ -10,11 +10,6 @@ import (
 	"github.com/trajlab/traj/sandbox/opencode"
 )
 
-// InsideTestsDir is where an isolated sandbox shows the test suites
-// (read-only), for the tests MCP server that runs next to the agent until
-// scoring moves out of the sandbox.
-const InsideTestsDir = "/opt/traj/tests"
-
 // SandboxOptions say where the agent runs. The zero value is the default
 // provider (bwrap where it works, else container; never local unless
 // asked), the default limits and the network policy that fits the model
@@ -99,8 +94,8 @@ func (o SandboxOptions) Or(rec SandboxOptions) SandboxOptions {
 }
 
 // openSandbox makes the run's sandbox: the workspace, OpenCode's binary
-// and state folders, traj's binary (the relay and the tests MCP server)
-// and the test suites, nothing else; gateways are the host endpoints the
+// and state folders, traj's binary (the relay and the tool stub), nothing
+// else; gateways are the host endpoints the
 // agent may reach under the gateways policy.
 func openSandbox(ctx context.Context, spec Spec, ocBin string, gateways []string) (sandbox.Sandbox, error) {
 	o := spec.Sandbox
@@ -116,13 +111,8 @@ func openSandbox(ctx context.Context, spec Spec, ocBin string, gateways []string
 	if err != nil {
 		return nil, err
 	}
-	if spec.TestsDir != "" {
-		abs, err := filepath.Abs(spec.TestsDir)
-		if err != nil {
-			return nil, fmt.Errorf("tests dir: %w", err)
-		}
-		mounts = append(mounts, sandbox.Mount{Host: abs, Inside: InsideTestsDir})
-	}
+	// The test suites never enter the agent's sandbox: run_tests runs
+	// outside, behind the tool gateway, in an evaluation sandbox.
 	lim := o.Limits
 	switch {
 	case lim.Memory == 0:

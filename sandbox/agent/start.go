@@ -60,6 +60,9 @@ type Price struct {
 type MCPServer struct {
 	Name    string
 	Command []string
+	// Env is KEY=VALUE pairs for the server alone (the tool stub's token),
+	// not the harness's environment.
+	Env []string
 }
 
 // Started is a running harness with its root session.

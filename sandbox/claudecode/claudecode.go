@@ -138,7 +138,16 @@ func (a *Adapter) args(prompt string, resume bool) ([]string, error) {
 				return nil, fmt.Errorf("claude-code: MCP server %q has no command", m.Name)
 			}
 			cmd := cliturn.InsideArgs(a.sb, m.Command)
-			servers[m.Name] = map[string]any{"type": "stdio", "command": cmd[0], "args": cmd[1:]}
+			srv := map[string]any{"type": "stdio", "command": cmd[0], "args": cmd[1:]}
+			if len(m.Env) > 0 {
+				env := map[string]string{}
+				for _, kv := range m.Env {
+					k, v, _ := strings.Cut(kv, "=")
+					env[k] = v
+				}
+				srv["env"] = env
+			}
+			servers[m.Name] = srv
 		}
 		b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 		args = append(args, "--mcp-config", string(b))

@@ -154,8 +154,13 @@ func (a *Adapter) args(prompt string) []string {
 		}
 		// run_tests can take many minutes; Codex's default MCP call
 		// timeout is one minute.
-		args = append(args, "-c", fmt.Sprintf("mcp_servers.%s={command=%s,args=[%s],startup_timeout_sec=60,tool_timeout_sec=3600}",
-			m.Name, toml(cmd[0]), strings.Join(list, ",")))
+		var env []string
+		for _, kv := range m.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env = append(env, k+"="+toml(v))
+		}
+		args = append(args, "-c", fmt.Sprintf("mcp_servers.%s={command=%s,args=[%s],env={%s},startup_timeout_sec=60,tool_timeout_sec=3600}",
+			m.Name, toml(cmd[0]), strings.Join(list, ","), strings.Join(env, ",")))
 	}
 	if a.st.ThreadID != "" {
 		args = append(args, a.st.ThreadID)

@@ -29,6 +29,8 @@ type Config struct {
 	// {"/path/traj", "mcp", "--workspace", DIR}; none when empty. Its
 	// tools reach the model as tests_<tool>.
 	TestsMCP []string
+	// TestsMCPEnv is the tests MCP server's own environment (KEY=VALUE).
+	TestsMCPEnv []string
 	// MCPTimeout bounds one tests tool call; DefaultMCPTimeout when zero.
 	MCPTimeout time.Duration
 }
@@ -158,14 +160,16 @@ func (c Config) JSON() ([]byte, error) {
 		if timeout <= 0 {
 			timeout = DefaultMCPTimeout
 		}
-		doc["mcp"] = map[string]any{
-			"tests": map[string]any{
-				"type":    "local",
-				"command": c.TestsMCP,
-				"enabled": true,
-				"timeout": timeout.Milliseconds(),
-			},
+		tests := map[string]any{
+			"type":    "local",
+			"command": c.TestsMCP,
+			"enabled": true,
+			"timeout": timeout.Milliseconds(),
 		}
+		if len(c.TestsMCPEnv) > 0 {
+			tests["environment"] = envMap(c.TestsMCPEnv)
+		}
+		doc["mcp"] = map[string]any{"tests": tests}
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }
@@ -189,4 +193,14 @@ func WriteConfig(path string, c Config) error {
 // TrajMCP is the tests MCP command for a workspace: traj mcp --workspace DIR.
 func TrajMCP(trajBin, workspace string) []string {
 	return []string{trajBin, "mcp", "--workspace", workspace}
+}
+
+// envMap turns KEY=VALUE pairs into a map.
+func envMap(pairs []string) map[string]string {
+	m := make(map[string]string, len(pairs))
+	for _, kv := range pairs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }

@@ -44,7 +44,7 @@ func StartAgent(ctx context.Context, sb Sandbox, spec agent.Spec) (_ *agent.Star
 		if m.Name != "tests" {
 			return nil, fmt.Errorf("opencode: MCP server %q: only \"tests\" is supported", m.Name)
 		}
-		cfg.TestsMCP = m.Command
+		cfg.TestsMCP, cfg.TestsMCPEnv = m.Command, m.Env
 	}
 	if ep := spec.Endpoint; ep.BaseURL != "" {
 		models := []string{ref.ModelID}
@@ -81,8 +81,11 @@ func StartAgent(ctx context.Context, sb Sandbox, spec agent.Spec) (_ *agent.Star
 			_ = stop(ctx)
 		}
 	}()
-	if err := checkTestsMCP(ctx, srv.Client); err != nil {
-		return nil, err
+	// Without a tests MCP server the task took run_tests away from the agent.
+	if len(cfg.TestsMCP) > 0 {
+		if err := checkTestsMCP(ctx, srv.Client); err != nil {
+			return nil, err
+		}
 	}
 	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancelStream = cancel

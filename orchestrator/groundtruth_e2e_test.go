@@ -1,0 +1,165 @@
+package orchestrator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/trace"
+)
+
+// TestGroundTruthEndToEnd: with the real OpenCode in the default sandbox,
+// an agent that never calls run_tests ends solved by ground truth; every
+// tree the trace points at has a ground-truth result; the agent, searching
+// the whole filesystem it can see, finds no fixture and no evaluation
+// cache; `traj replay evaluate` afterwards is served entirely from the
+// cache and agrees with the trace, and a hand-corrupted cache entry is
+// detected and evaluated again.
+func TestGroundTruthEndToEnd(t *testing.T) {
+	bin := needOpenCode(t)
+	traj := needTraj(t)
+	if os.Getenv("TRAJ_TESTS_DIR") == "" {
+		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
+	}
+	work := t.TempDir()
+	var events bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := orchestrator.Run(ctx, orchestrator.Options{
+		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
+		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(res.Dir, "agent_trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
+		t.Fatalf("trace does not validate: %v", probs)
+	}
+	tr, err := trace.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := tr.SessionEnd
+	if end.Reason != trace.EndSolved || !strings.Contains(end.Detail, "ground truth") {
+		t.Fatalf("session_end %s (%s), want solved by ground truth", end.Reason, end.Detail)
+	}
+
+	truth := map[string]trace.GroundTruth{}
+	pointed := map[string]bool{end.FinalGitCommit: true}
+	searched := false
+	for _, p := range partsOf(tr) {
+		if len(p.EnvoiCalls) > 0 || strings.Contains(p.Tool, "run_tests") {
+			t.Errorf("part %d called run_tests; the script never does", p.Part)
+		}
+		pointed[p.GitCommit] = true
+		for _, g := range p.GroundTruth {
+			truth[g.Commit] = g
+		}
+		if p.Tool == "bash" {
+			var c struct {
+				State struct {
+					Output string `json:"output"`
+				} `json:"state"`
+			}
+			if err := json.Unmarshal(p.Content, &c); err != nil {
+				t.Fatalf("bash part %d: %v", p.Part, err)
+			}
+			if !strings.Contains(c.State.Output, "search-finished") {
+				t.Fatalf("the search did not run to the end: %q", c.State.Output)
+			}
+			if found := strings.TrimSpace(strings.ReplaceAll(c.State.Output, "search-finished", "")); found != "" {
+				t.Errorf("the agent found fixtures or traj's records from its sandbox:\n%s", found)
+			}
+			searched = true
+		}
+	}
+	if !searched {
+		t.Fatal("no bash part: the search did not run")
+	}
+	for _, g := range end.GroundTruth {
+		truth[g.Commit] = g
+	}
+	for c := range pointed {
+		g, ok := truth[c]
+		if !ok {
+			t.Errorf("commit %s has no ground-truth result in the trace", c)
+			continue
+		}
+		if g.Error != "" || g.CacheKey == "" || len(g.Suites) != 1 {
+			t.Errorf("ground truth of %s: %+v", c, g)
+		}
+	}
+	if g := truth[end.FinalGitCommit]; !g.Solved || g.Passed != g.Total || g.Total == 0 {
+		t.Errorf("final tree's ground truth %+v, want solved", g)
+	}
+	if !strings.Contains(events.String(), `"type":"ground_truth"`) {
+		t.Error("no ground_truth progress event")
+	}
+	out, err := exec.Command(traj, "trace", "show", res.Dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ground truth") || !strings.Contains(string(out), "solved at") {
+		t.Errorf("traj trace show: %v\n%s", err, out)
+	}
+
+	// replay evaluate: every tree from the cache, the same counts.
+	evaluate := func(name string) map[string]any {
+		t.Helper()
+		dest := filepath.Join(t.TempDir(), name)
+		cmd := exec.Command(traj, "replay", "evaluate", res.Dir, "--store", work, "--output", dest)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("replay evaluate: %v\n%s", err, out)
+		}
+		var got map[string]any
+		b, _ := os.ReadFile(dest)
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	check := func(got map[string]any, wantHits int) {
+		t.Helper()
+		stats := got["stats"].(map[string]any)
+		if hits, trees := stats["cache_hits"].(float64), stats["unique_trees"].(float64); int(hits) != wantHits || trees != float64(len(pointed)) {
+			t.Errorf("replay evaluate stats %v, want %d cache hits of %d trees", stats, wantHits, len(pointed))
+		}
+		for c, v := range got["commit_evaluations"].(map[string]any) {
+			ce := v.(map[string]any)
+			g := truth[c]
+			if int64(ce["passed"].(float64)) != g.Passed || int64(ce["total"].(float64)) != g.Total {
+				t.Errorf("commit %s: replay %v/%v, ground truth %d/%d", c, ce["passed"], ce["total"], g.Passed, g.Total)
+			}
+		}
+	}
+	check(evaluate("eval1.json"), len(pointed))
+
+	// A hand-corrupted entry (a fake score) is refused and evaluated again.
+	g := truth[end.FinalGitCommit]
+	entry := filepath.Join(work, "evalcache", g.CacheKey+".json")
+	b, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatalf("the final tree's cache entry: %v", err)
+	}
+	fake := bytes.Replace(b, []byte(`"passed":true`), []byte(`"passed":false`), 1)
+	if bytes.Equal(fake, b) {
+		t.Fatal("the cache entry holds no passing case to corrupt")
+	}
+	if err := os.WriteFile(entry, fake, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(evaluate("eval2.json"), len(pointed)-1)
+	if b2, _ := os.ReadFile(entry); bytes.Contains(b2, []byte(`"passed":false`)) && !bytes.Contains(b2, []byte(`"passed":true`)) {
+		t.Error("the corrupted entry was not rewritten")
+	}
+}

@@ -1,0 +1,150 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/mcp"
+	"github.com/trajlab/traj/orchestrator/engine"
+	"github.com/trajlab/traj/orchestrator/groundtruth"
+	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/replay/source"
+	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/gateway/tool"
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/gitstate"
+)
+
+// ToolRecordName is the tool gateway's record of the agent's tool calls,
+// beside the trace.
+const ToolRecordName = "tool_calls.jsonl"
+
+// scoring is how a run is scored outside the agent's reach: ground truth
+// of every checkpoint in the background (unless the task turns it off)
+// and the agent's run_tests behind the tool gateway (unless the task
+// takes it away). Both evaluate in evaluation sandboxes and share the
+// store's evaluation cache with `traj replay evaluate`.
+type scoring struct {
+	opts  Options
+	s     Start
+	bg    *groundtruth.Background
+	tests *groundtruth.TestsTool
+	gt    *groundtruth.Scorer
+	// reader is a second handle on the checkpoint history, so exporting
+	// trees never waits on the recorder's checkpoints.
+	reader *gitstate.Repo
+}
+
+// newScoring prepares the scorers; start starts the background.
+func newScoring(ctx context.Context, opts Options, s Start, env environment.Environment, repo *gitstate.Repo) (*scoring, error) {
+	sc := &scoring{opts: opts, s: s}
+	if s.Task.GroundTruth.Off && !s.Task.AgentRunTests() {
+		return sc, nil
+	}
+	reader, err := gitstate.Open(ctx, repo.GitDir(), repo.Dir(), gitstate.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint history for evaluation: %w", err)
+	}
+	sc.reader = reader
+	provider := opts.Sandbox.Provider
+	if provider == "" {
+		if provider, err = sandbox.Default(ctx); err != nil {
+			return nil, fmt.Errorf("evaluation sandbox: %w", err)
+		}
+	}
+	limits := sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}
+	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
+		return &evalbox.Evaluator{Provider: provider, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir,
+			EnvVersion: env.Version(), Limits: limits, Nice: nice, CaseWorkers: caseWorkers}
+	}
+	cache := source.Cache(s.Store)
+	if !s.Task.GroundTruth.Off {
+		// Lower priority and half the cores: the recorder and the agent
+		// come first.
+		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(10, max(1, runtime.NumCPU()/2)), Cache: cache,
+			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now}
+	}
+	if s.Task.AgentRunTests() {
+		// The agent waits for this one: full priority.
+		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0, 0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger}
+		sc.tests = groundtruth.NewTestsTool(run, env, repo.Snapshot, mcp.Feedback(s.Task.Feedback))
+	}
+	return sc, nil
+}
+
+// start starts ground truth in the background; results are reported as
+// they land.
+func (sc *scoring) start(ctx context.Context, rep progress.Sink, now func() time.Time) {
+	if sc.gt == nil {
+		return
+	}
+	sc.bg = groundtruth.Start(ctx, sc.gt, groundtruth.Options{Workers: sc.s.Task.GroundTruth.Workers,
+		FailingTests: sc.s.Task.GroundTruth.FailingTests, Logger: sc.opts.Logger,
+		OnResult: func(g trace.GroundTruth) {
+			rep.Report(progress.Event{Type: progress.GroundTruth, Time: now(), Part: g.Part,
+				GroundTruth: &progress.GroundTruthScore{Passed: g.Passed, Failed: g.Failed, Total: g.Total, Solved: g.Solved, Error: g.Error}})
+		}})
+}
+
+func (sc *scoring) tools() []tool.Tool {
+	if sc.tests == nil {
+		return nil
+	}
+	return []tool.Tool{sc.tests.Tool()}
+}
+
+// loopGroundTruth is the loop's port (nil without ground truth: a nil
+// *Background must not become a non-nil interface).
+func (sc *scoring) loopGroundTruth() engine.GroundTruth {
+	if sc.bg == nil {
+		return nil
+	}
+	return sc.bg
+}
+
+func (sc *scoring) fullToolResult() func(string) ([]byte, bool) {
+	if sc.tests == nil {
+		return nil
+	}
+	return sc.tests.Full
+}
+
+// finish queues the final checkpoint, lets what is queued land (within
+// timeout), and returns the results not yet in a part: they go on
+// session_end.
+func (sc *scoring) finish(ctx context.Context, parts int, final trace.RepoCheckpoint, timeout time.Duration) []trace.GroundTruth {
+	if sc == nil || sc.bg == nil {
+		return nil
+	}
+	if final.CommitAfter != "" {
+		sc.bg.Submit(parts, final.CommitAfter)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	sc.bg.Close(ctx)
+	if n := sc.bg.Dropped(); n > 0 {
+		sc.opts.Logger.Warn("ground truth fell behind: checkpoints left for `traj replay evaluate`", "checkpoints", n)
+	}
+	return sc.bg.Take()
+}
+
+// solvedAt is the part whose checkpoint ground truth first found solved.
+func (sc *scoring) solvedAt() int {
+	if sc == nil || sc.bg == nil {
+		return 0
+	}
+	return sc.bg.SolvedAt()
+}
+
+// close stops the background if the run ends before finishing.
+func (sc *scoring) close() {
+	if sc.bg != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		sc.bg.Close(ctx)
+	}
+}
