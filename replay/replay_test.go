@@ -1,7 +1,9 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/replaytest"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/tracetest"
 )
 
 // countingEvaluator counts evaluations and the trees they ran on.
@@ -332,7 +335,82 @@ func TestVerify(t *testing.T) {
 					t.Fatalf("problems:\n%s\nwant one containing %q", joined, w)
 				}
 			}
+			// The streaming verify (what `traj replay verify` runs) finds
+			// the same problems in the same trace read from its JSON.
+			doc, err := json.Marshal(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			streamed, parts, err := replay.VerifyTrace(ctx, bytes.NewReader(doc), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if parts != 10 {
+				t.Errorf("VerifyTrace counted %d parts, want 10", parts)
+			}
+			var got []string
+			for _, p := range streamed {
+				got = append(got, p.String())
+			}
+			slices.Sort(all)
+			slices.Sort(got)
+			if !slices.Equal(all, got) {
+				t.Fatalf("VerifyTrace:\n%s\nVerify:\n%s", strings.Join(got, "\n"), joined)
+			}
 		})
+	}
+	if _, _, err := replay.VerifyTrace(ctx, strings.NewReader(`{"turns": [{"parts": [`), h); err == nil {
+		t.Error("VerifyTrace accepted a cut-off trace")
+	}
+}
+
+// TestReadTraceOutline: the outline keeps what checkout and verify read
+// (indices, commits, checkpoints, turns, session_end) and drops the
+// parts' payloads; the header read keeps the top-level fields only.
+func TestReadTraceOutline(t *testing.T) {
+	path := tracetest.WriteDir(t, t.TempDir(), tracetest.Spec{TrajectoryID: "traj-outline", Turns: []int{3, 4}, PartSize: 2000, End: "part_limit"})
+	whole, err := replay.ReadTraceFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outline, err := replay.ReadTraceOutline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outline.Turns) != len(whole.Turns) || outline.SessionEnd == nil || outline.TrajectoryID != "traj-outline" {
+		t.Fatalf("outline: %d turns (want %d), session_end %v, id %q", len(outline.Turns), len(whole.Turns), outline.SessionEnd, outline.TrajectoryID)
+	}
+	payload := 0
+	for i, turn := range whole.Turns {
+		if len(outline.Turns[i].Parts) != len(turn.Parts) {
+			t.Fatalf("turn %d: %d parts, want %d", i, len(outline.Turns[i].Parts), len(turn.Parts))
+		}
+		for j, p := range turn.Parts {
+			o := outline.Turns[i].Parts[j]
+			if o.Part != p.Part || o.GitCommit != p.GitCommit || (o.RepoCheckpoint == nil) != (p.RepoCheckpoint == nil) {
+				t.Fatalf("part %d: outline %+v", p.Part, o)
+			}
+			if cp := p.RepoCheckpoint; cp != nil && (o.RepoCheckpoint.CommitBefore != cp.CommitBefore || o.RepoCheckpoint.CommitAfter != cp.CommitAfter || o.RepoCheckpoint.Committed != cp.Committed) {
+				t.Fatalf("part %d: checkpoint %+v, want %+v", p.Part, o.RepoCheckpoint, cp)
+			}
+			payload += len(p.Content) + len(p.OtherParts)
+			if o.Content != nil || o.EnvoiCalls != nil || o.OtherParts != nil {
+				t.Fatalf("part %d kept its payload", p.Part)
+			}
+		}
+	}
+	if payload == 0 {
+		t.Fatal("the trace has no payload to drop: the test proves nothing")
+	}
+	if _, _, err := replay.PartCommits(outline); err != nil {
+		t.Fatal(err)
+	}
+	head, err := replay.ReadTraceHeader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.TrajectoryID != "traj-outline" || head.Agent != whole.Agent || len(head.Turns) != 0 || head.SessionEnd != nil {
+		t.Fatalf("header read: %+v", head)
 	}
 }
 

@@ -36,7 +36,9 @@ type replaySource struct {
 	Bundle       string `type:"path" help:"A loose repo.bundle (with --trace)."`
 }
 
-func (s replaySource) open(ctx context.Context, g *Globals) (*source.Trajectory, error) {
+// open opens the trajectory, reading as much of its trace as read says
+// (commands that read no part's contents read less).
+func (s replaySource) open(ctx context.Context, g *Globals, read source.TraceRead) (*source.Trajectory, error) {
 	r, err := refOrAlias(s.Ref, s.TrajectoryID)
 	if err != nil {
 		return nil, err
@@ -46,7 +48,7 @@ func (s replaySource) open(ctx context.Context, g *Globals) (*source.Trajectory,
 	}
 	t, err := source.Open(ctx, source.Request{
 		Ref: r, StoreURL: location.Choose(s.Store, os.Getenv),
-		TracePath: s.Trace, BundlePath: s.Bundle,
+		TracePath: s.Trace, BundlePath: s.Bundle, Read: read,
 	})
 	if err != nil {
 		return nil, usageExit(err)
@@ -76,7 +78,7 @@ type ReplayCheckoutPartCmd struct {
 }
 
 func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx, g)
+	t, err := c.open(ctx, g, source.TraceOutline)
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,7 @@ type ReplayEvaluateCmd struct {
 }
 
 func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx, g)
+	t, err := c.open(ctx, g, source.WholeTrace)
 	if err != nil {
 		return err
 	}
@@ -217,12 +219,18 @@ type ReplayVerifyCmd struct {
 }
 
 func (c *ReplayVerifyCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx, g)
+	// The trace streams through the checks: a long trace is never held.
+	t, err := c.open(ctx, g, source.TraceHeader)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	probs, err := replay.Verify(ctx, t.Trace, t.History)
+	f, err := os.Open(t.TracePath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	probs, parts, err := replay.VerifyTrace(ctx, f, t.History)
 	if err != nil {
 		return err
 	}
@@ -233,7 +241,7 @@ func (c *ReplayVerifyCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		g.Stdout.Write(data)
 	} else if len(probs) == 0 {
-		fmt.Fprintf(g.Stdout, "trajectory %s: ok (%d parts, every commit in the bundle)\n", trace.Printable(t.ID), countParts(t))
+		fmt.Fprintf(g.Stdout, "trajectory %s: ok (%d parts, every commit in the bundle)\n", trace.Printable(t.ID), parts)
 	} else {
 		fmt.Fprintf(g.Stdout, "trajectory %s: %d problem(s)\n", trace.Printable(t.ID), len(probs))
 		for _, p := range probs {
@@ -251,12 +259,4 @@ func nonNil(p []replay.Problem) []replay.Problem {
 		return []replay.Problem{}
 	}
 	return p
-}
-
-func countParts(t *source.Trajectory) int {
-	n := 0
-	for _, turn := range t.Trace.Turns {
-		n += len(turn.Parts)
-	}
-	return n
 }

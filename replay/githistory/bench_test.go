@@ -14,13 +14,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
+	"github.com/trajlab/traj/replay/source"
+	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/tracetest"
 )
 
 // The child side of the benchmarks: the test binary re-run with
 // TRAJ_BENCH_CHECKOUT set opens the bundle and checks one commit out, so
-// its peak RSS is that of a checkout alone.
+// its peak RSS is that of a checkout alone; with TRAJ_BENCH_VERIFY set it
+// does what `traj replay verify --trace T --bundle B` does.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("TRAJ_BENCH_VERIFY"); spec != "" {
+		tracePath, bundle, _ := strings.Cut(spec, "|")
+		if err := verify(context.Background(), tracePath, bundle); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if spec := os.Getenv("TRAJ_BENCH_CHECKOUT"); spec != "" {
 		bundle, rest, _ := strings.Cut(spec, "|")
 		commit, dest, _ := strings.Cut(rest, "|")
@@ -187,4 +200,101 @@ func benchCheckout(b *testing.B, dir, bundle, commit string) {
 	b.ReportMetric(float64(trajT)/float64(gitT), "traj/git")
 	b.ReportMetric(float64(trajRSS)/(1<<20), "traj-peak-rss-MB")
 	b.ReportMetric(float64(gitRSS)/(1<<20), "git-peak-rss-MB")
+}
+
+// verify opens the trajectory as `traj replay verify` does and fails on
+// any problem, so the benchmark measures a verify that passes.
+func verify(ctx context.Context, tracePath, bundle string) error {
+	t, err := source.Open(ctx, source.Request{TracePath: tracePath, BundlePath: bundle, StoreURL: filepath.Join(filepath.Dir(tracePath), "store"), Read: source.TraceHeader})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	f, err := os.Open(t.TracePath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	probs, _, err := replay.VerifyTrace(ctx, f, t.History)
+	if err != nil {
+		return err
+	}
+	if len(probs) > 0 {
+		return fmt.Errorf("%d problems, the first: %s", len(probs), probs[0])
+	}
+	return nil
+}
+
+// writeTrace records a trace of one realistic part (~4 KB, as
+// tracetest.RealisticPart) for every commit of repo's main, oldest first,
+// ten parts a turn, each part's checkpoint going from the previous commit
+// to its own: the trace a trajectory of that history would have.
+func writeTrace(tb testing.TB, repo, path string) {
+	tb.Helper()
+	commits := strings.Fields(run(tb, repo, "git", "rev-list", "--reverse", "main"))
+	w, err := trace.Create(path, tracetest.Header("traj-bench"), trace.WriterOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Close()
+	for i, c := range commits {
+		n := i + 1
+		if i%10 == 0 {
+			if i > 0 {
+				if err := w.EndTurn(trace.TurnEnd{EndedAt: tracetest.Time(n)}); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			if err := w.BeginTurn(trace.TurnStart{Timestamp: tracetest.Time(n), Prompt: "continue", SessionID: "ses_root"}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		p := tracetest.RealisticPart(n, c, 0)
+		if i == 0 {
+			p.RepoCheckpoint = nil // the history's first commit: nothing before it
+		} else {
+			p.RepoCheckpoint.CommitBefore = commits[i-1]
+		}
+		if err := w.AppendPart(p); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.EndTurn(trace.TurnEnd{EndedAt: tracetest.Time(len(commits))}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Finish(trace.SessionEnd{Reason: "part_limit", EndedAt: tracetest.Time(len(commits) + 1)}, nil); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkVerify runs `replay verify` (trace and bundle opened as the
+// command opens them, every commit and checkpoint checked) on the
+// trajectories of BenchmarkCheckoutPart, with a realistic part (~4 KB) for
+// every commit: time and peak RSS (target: under 150 MB at 50,000 parts).
+func BenchmarkVerify(b *testing.B) {
+	for _, parts := range []int{1_000, 10_000, 50_000} {
+		b.Run("parts="+strconv.Itoa(parts), func(b *testing.B) {
+			dir := b.TempDir()
+			repo, bundle, _ := fastImport(b, dir, parts, 0)
+			tracePath := filepath.Join(dir, "agent_trace.json")
+			writeTrace(b, repo, tracePath)
+			var total time.Duration
+			var peak int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), "TRAJ_BENCH_VERIFY="+tracePath+"|"+bundle)
+				t, rss := measured(b, cmd)
+				total, peak = total+t, max(peak, rss)
+			}
+			if fi, err := os.Stat(tracePath); err == nil {
+				b.ReportMetric(float64(fi.Size())/(1<<20), "trace-MB")
+			}
+			b.ReportMetric(total.Seconds()*1000/float64(b.N), "traj-ms")
+			b.ReportMetric(float64(peak)/(1<<20), "traj-peak-rss-MB")
+		})
+	}
 }

@@ -37,13 +37,45 @@ type Request struct {
 	TracePath, BundlePath string
 	// CacheDir holds downloads from remote stores (ref.Options.CacheDir).
 	CacheDir string
+	// Read says how much of the trace Open reads (default: all of it).
+	Read TraceRead
+}
+
+// TraceRead says how much of the trace Open reads into Trajectory.Trace.
+type TraceRead int
+
+const (
+	// WholeTrace reads every part whole (evaluate).
+	WholeTrace TraceRead = iota
+	// TraceOutline reads only the parts' outline (replay.ReadTraceOutline):
+	// enough for checkout-part, in memory that grows with the number of
+	// parts and not with their contents.
+	TraceOutline
+	// TraceHeader reads only the header: Trajectory.Trace holds the
+	// top-level fields and no turns, and the caller streams the trace
+	// from Trajectory.TracePath itself (verify).
+	TraceHeader
+)
+
+// readTrace reads the trace at path as r.Read says.
+func (r Request) readTrace(path string) (*trace.Trace, error) {
+	switch r.Read {
+	case TraceOutline:
+		return replay.ReadTraceOutline(path)
+	case TraceHeader:
+		return replay.ReadTraceHeader(path)
+	}
+	return replay.ReadTraceFile(path)
 }
 
 // Trajectory is an opened trajectory.
 type Trajectory struct {
-	ID      string
-	Trace   *trace.Trace
-	History *githistory.History
+	ID    string
+	Trace *trace.Trace
+	// TracePath is the trace file on local disk (a download or a rebuild
+	// for a trajectory in a remote store).
+	TracePath string
+	History   *githistory.History
 	// Protected are local folders the trajectory was read from; outputs
 	// must not be written inside them.
 	Protected []string
@@ -124,9 +156,10 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	case rebuilt:
 		t.Warnings = append(t.Warnings, fmt.Sprintf("trajectory %s has no %s; its trace was rebuilt from the uploaded chunks", rt.ID, store.TraceName))
 	}
-	if t.Trace, err = replay.ReadTraceFile(tracePath); err != nil {
+	if t.Trace, err = req.readTrace(tracePath); err != nil {
 		return nil, err
 	}
+	t.TracePath = tracePath
 	if t.Trace.TrajectoryID != "" {
 		t.ID = t.Trace.TrajectoryID
 	}
@@ -161,7 +194,7 @@ func notFoundIsUsage(err error) error {
 }
 
 func openFiles(ctx context.Context, req Request) (*Trajectory, error) {
-	tr, err := replay.ReadTraceFile(req.TracePath)
+	tr, err := req.readTrace(req.TracePath)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +202,7 @@ func openFiles(ctx context.Context, req Request) (*Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trajectory{ID: tr.TrajectoryID, Trace: tr, History: h, cacheURL: req.StoreURL}
+	t := &Trajectory{ID: tr.TrajectoryID, Trace: tr, TracePath: req.TracePath, History: h, cacheURL: req.StoreURL}
 	for _, p := range []string{req.TracePath, req.BundlePath} {
 		t.protect(filepath.Dir(p))
 	}
