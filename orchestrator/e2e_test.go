@@ -296,8 +296,10 @@ func TestEndToEndPartBudget(t *testing.T) {
 	if len(parts) != 7 || parts[6].Part != 7 {
 		t.Fatalf("%d parts, want exactly 7", len(parts))
 	}
-	if e := tr.SessionEnd; e.Reason != trace.EndPartLimit || e.TotalParts != 7 {
-		t.Errorf("session_end = %+v, want part_limit at 7", e)
+	// The budget stops the loop at 7 parts; ground truth found the
+	// checkpoint of part 3 passing, so the run is solved all the same.
+	if e := tr.SessionEnd; e.Reason != trace.EndSolved || e.TotalParts != 7 || !strings.Contains(e.Detail, "(the loop ended: part_limit)") {
+		t.Errorf("session_end = %+v, want solved by ground truth after the loop ended at part_limit at 7", e)
 	}
 	checkBundle(t, res, tr)
 }

@@ -290,13 +290,21 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 		}
 	}
 	if at := f.sc.solvedAt(); at > 0 && loopErr == nil {
-		// Solved is ground truth's to say, whatever ended the loop.
-		switch {
-		case out.Reason != trace.EndSolved:
-			out.Detail = fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path (the loop ended: %s)", at, out.Reason)
+		// Solved is ground truth's to say: a budget that ran out after a
+		// passing checkpoint does not hide it. An error (the agent died,
+		// the environment failed, the user stopped the run) keeps its
+		// reason, and the detail says what ground truth found.
+		solved := fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path", at)
+		switch out.Reason {
+		case trace.EndSolved:
+			if out.Detail == "" {
+				out.Detail = solved
+			}
+		case trace.EndPartLimit, trace.EndTimeout, trace.EndTokenLimit, trace.EndCostLimit:
+			out.Detail = solved + " (the loop ended: " + out.Reason + ")"
 			out.Reason = trace.EndSolved
-		case out.Detail == "":
-			out.Detail = fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path", at)
+		default:
+			out.Detail = strings.TrimPrefix(out.Detail+"; "+solved, "; ")
 		}
 	}
 	end := trace.SessionEnd{Reason: out.Reason, FinalGitCommit: final.CommitAfter,

@@ -5,17 +5,24 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trajlab/traj/environment/ccompiler"
 	"github.com/trajlab/traj/orchestrator/agenttest"
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/groundtruth"
 	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -97,7 +104,72 @@ func BenchmarkLoop10kParts(b *testing.B) {
 	b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-rss-MB")
 }
 
+// BenchmarkGroundTruthOverhead measures what background ground truth
+// adds to the recording loop per part: the same synthetic 2,000-part
+// trajectory (a gcc-wrapping build.sh, a checkpoint every 4th message)
+// recorded without and with every checkpoint evaluated on basics/smoke in
+// bwrap evaluation sandboxes meanwhile, side by side. Reported: p50 and
+// p99 per part of both and their ratios (target: p99 ratio near 1; the
+// evaluations run at lower priority on half the cores).
+func BenchmarkGroundTruthOverhead(b *testing.B) {
+	if err := sandbox.BwrapWorks(context.Background()); err != nil {
+		b.Skipf("bwrap: %v", err)
+	}
+	bin := os.Getenv("TRAJ_BIN")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "traj")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/trajlab/traj/cmd/traj").CombinedOutput(); err != nil {
+			b.Fatalf("go build traj: %v\n%s", err, out)
+		}
+	}
+	const parts = 2_000
+	var none, with []time.Duration
+	evaluated := 0
+	for i := 0; i < b.N; i++ {
+		none = append(none, runSyntheticWith(b, parts, nil)...)
+		with = append(with, runSyntheticWith(b, parts, func(repo *gitstate.Repo) (engine.GroundTruth, func()) {
+			reader, err := gitstate.Open(context.Background(), repo.GitDir(), repo.Dir(), gitstate.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			env, err := ccompiler.New(ccompiler.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev := &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, TrajBin: bin, EnvVersion: env.Version(), Nice: 10,
+				CaseWorkers: max(1, runtime.NumCPU()/2), Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
+			bg := groundtruth.Start(context.Background(), &groundtruth.Scorer{Trees: reader, Eval: ev, Cache: &replay.MemCache{},
+				Paths: []string{"basics/smoke"}}, groundtruth.Options{})
+			return bg, func() {
+				evaluated += len(bg.Take())
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				bg.Close(ctx)
+			}
+		})...)
+	}
+	pct := func(all []time.Duration, p float64) float64 {
+		slices.Sort(all)
+		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
+	}
+	p50n, p99n, p50g, p99g := pct(none, 0.5), pct(none, 0.99), pct(with, 0.5), pct(with, 0.99)
+	b.ReportMetric(p50n, "none-p50-ms/part")
+	b.ReportMetric(p99n, "none-p99-ms/part")
+	b.ReportMetric(p50g, "gt-p50-ms/part")
+	b.ReportMetric(p99g, "gt-p99-ms/part")
+	b.ReportMetric(p50g/p50n, "p50-ratio")
+	b.ReportMetric(p99g/p99n, "p99-ratio")
+	b.ReportMetric(float64(evaluated)/float64(b.N), "trees-evaluated")
+}
+
 func runSynthetic(b *testing.B, parts int) []time.Duration {
+	return runSyntheticWith(b, parts, nil)
+}
+
+// runSyntheticWith records the synthetic trajectory; withGT, when set,
+// gives the loop a ground truth over the run's checkpoint history and a
+// function that ends it.
+func runSyntheticWith(b *testing.B, parts int, withGT func(*gitstate.Repo) (engine.GroundTruth, func())) []time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -117,8 +189,20 @@ func runSynthetic(b *testing.B, parts int) []time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if withGT != nil {
+		build := "#!/bin/sh\nset -e\nprintf '#!/bin/sh\\nexec gcc \"$@\"\\n' > cc\nchmod +x cc\n"
+		if err := os.WriteFile(filepath.Join(workspace, "build.sh"), []byte(build), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if _, err := repo.Checkpoint(ctx, 0); err != nil {
 		b.Fatal(err)
+	}
+	var gt engine.GroundTruth
+	if withGT != nil {
+		var end func()
+		gt, end = withGT(repo)
+		defer end()
 	}
 	st, err := local.Open(filepath.Join(dir, "store"))
 	if err != nil {
@@ -146,7 +230,7 @@ func runSynthetic(b *testing.B, parts int) []time.Duration {
 	agent.KeepState(false)
 	pub := folder.NewHistoryPublisher("bench", trajDir, repo, up, "", nil)
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: root, RootSession: *bd.Session(root, "").Event.Session,
-		Task: tk, MaxParts: parts, MaxEmptyTurns: 1}, agent, repo, w, pub, nil)
+		Task: tk, MaxParts: parts, MaxEmptyTurns: 1, GroundTruth: gt}, agent, repo, w, pub, nil)
 	b.ResetTimer()
 	out, err := loop.Run(ctx)
 	b.StopTimer()

@@ -1,6 +1,7 @@
 // Package launch starts what a trajectory's agent needs in its sandbox:
 // the scripted model (offline runs) and the harness behind the agent port
-// (OpenCode with the tests MCP server), and checks before anything exists
+// (OpenCode with the tool stub as its tests MCP server) and the tool
+// gateway behind it, and checks before anything exists
 // that they can start (Check: the environment and its fixtures, the
 // harness binary, the model script, the model endpoint).
 package launch
@@ -72,7 +73,7 @@ type Launched struct {
 }
 
 // Start starts the sandbox services: the scripted model (with --script)
-// and the harness (OpenCode with the tests MCP server) with its root
+// and the harness (OpenCode with the tool stub as its tests MCP server) with its root
 // session. Its Stop stops everything and copies the service logs, secrets
 // redacted, into the trajectory's logs/ folder. On error everything
 // started is stopped.

@@ -216,6 +216,19 @@ func (r *Redactor) Part(p *trace.Part) {
 		}
 		return c, cs.changed
 	})
+	p.GroundTruth, _ = each(p.GroundTruth, func(g trace.GroundTruth) (trace.GroundTruth, bool) {
+		gs := &scrub{r: r}
+		for _, f := range []*string{&g.Commit, &g.Tree, &g.Timestamp, &g.CacheKey, &g.Error} {
+			gs.str(f)
+		}
+		g.Suites, _ = each(g.Suites, func(c trace.SuiteCount) (trace.SuiteCount, bool) {
+			cs := &scrub{r: r}
+			cs.str(&c.Path)
+			gs.changed = gs.changed || cs.changed
+			return c, cs.changed
+		})
+		return g, gs.changed
+	})
 	if p.RepoCheckpoint != nil {
 		c := *p.RepoCheckpoint
 		cs := &scrub{r: r}

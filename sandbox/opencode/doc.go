@@ -29,8 +29,9 @@
 // through ServerOptions.Env), permission {"*":"allow","edit":"allow",
 // "bash":"allow","question":"deny"} so a headless run never waits for a
 // human, autoupdate off, sharing disabled, and the `tests` MCP server
-// (type local, command `traj mcp --workspace DIR`, timeout 30 min per tool
-// call). The password (24 random bytes, hex) is in the child's environment
+// (type local; in a run the tool stub `traj tool-stub --gateway URL` with
+// its token in the server's own "environment", `traj mcp --workspace DIR`
+// in tests; timeout 30 min per tool call). The password (24 random bytes, hex) is in the child's environment
 // and in the 0600 password file only; it is never logged (Start redacts it
 // from the log tail it reports) and never belongs in a trace. Do not upload
 // <trajectory>/opencode to a store. Caveat: the agent's bash tool and the
