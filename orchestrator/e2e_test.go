@@ -264,6 +264,20 @@ func TestEndToEndRealOpenCode(t *testing.T) {
 		result.Total == 0 || result.Passed != result.Total {
 		t.Errorf("run_tests call = %+v (result %+v, %v)", call, result, err)
 	}
+	// The trace keeps the full answer; the agent was told the task's
+	// feedback level (failures: never the expected outputs).
+	if !bytes.Contains(call.Result, []byte(`"expected_exit_code"`)) {
+		t.Errorf("the recorded run_tests result lacks the full detail: %s", call.Result)
+	}
+	var told struct {
+		State struct {
+			Output string `json:"output"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(runTests[0].Content, &told); err != nil || !strings.Contains(told.State.Output, `"tool_call_id"`) ||
+		strings.Contains(told.State.Output, "expected_") {
+		t.Errorf("the agent was told %q (%v): want the failures level with a tool_call_id", told.State.Output, err)
+	}
 	if len(subAgent) < 2 {
 		t.Fatalf("%d sub-agent parts, want the bash call and the answer", len(subAgent))
 	}
