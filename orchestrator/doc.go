@@ -9,9 +9,14 @@
 // a Start; recovery.Resume builds a Start for a trajectory that died or
 // ended early. Record takes a Start the same way for both: run.json, the
 // services (package launch), the trace (created or continued), the turn
-// loop (package engine), then the final checkpoint, session_end with
-// totals, repo.bundle, the artifacts map, final uploads. Every end
-// finishes that way.
+// loop (package engine), then the final checkpoint, the last ground
+// truth, session_end with totals, repo.bundle, the artifacts map, final
+// uploads. Every end finishes that way.
+//
+// Scoring never happens in the agent's sandbox (scoring.go): the agent's
+// run_tests goes through the tool gateway to an evaluation sandbox on a
+// snapshot of the workspace, and every checkpoint is scored in the
+// background (package groundtruth); ground truth decides "solved".
 //
 // The packages beneath:
 //
@@ -19,7 +24,9 @@
 //	folder     the trajectory folder: run.json, locate, history bundles,
 //	           closing the trace, the objects to upload (names: trace/store)
 //	recovery   resume, finalize, sync, on top of the folder
-//	launch     the services: scripted model, harness; preflight checks
+//	launch     the services: scripted model, tool gateway, harness;
+//	           preflight checks
+//	groundtruth  scoring checkpoints and run_tests in evaluation sandboxes
 //	secret     what is a secret, and redaction of the trace and logs
 //	task       tasks; progress: status line, log lines, --json events
 //	agenttest  an in-memory harness behind the agent port (tests)
