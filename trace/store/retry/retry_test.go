@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -16,163 +15,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/store/retry"
+	"github.com/trajlab/traj/trace/store/storefault"
 	"github.com/trajlab/traj/trace/store/storetest"
 )
 
-// fault is one injected failure.
-type fault int
-
-const (
-	faultError    fault = iota + 1 // a plain transient error
-	faultSlowDown                  // S3's 503 SlowDown, as the SDK reports it
-	faultHang                      // no answer until the attempt's context ends
-	faultPartial                   // Save reads half the body, then the connection drops
-)
-
-func (f fault) String() string {
-	return [...]string{"", "error", "slowdown", "hang", "partial"}[f]
-}
-
-// FailingStore wraps a real store and fails operations on purpose: each
-// call to an operation takes the next fault from its script (none left:
-// the call goes through), or fails at random with Rate.
-type FailingStore struct {
-	store.Store
-	mu     sync.Mutex
-	script map[string][]fault
-	calls  map[string]int
-	// fail, when set for an op, is returned by every call of that op.
-	fail map[string]error
-	// rate, if set, fails that fraction of calls with faults in turn.
-	rate float64
-	n    int
-}
-
-func newFailingStore(t *testing.T) *FailingStore {
+// newFailing wraps a fresh local store in storefault; the second result is
+// the local store itself, to check what arrived past the faults.
+func newFailing(t *testing.T) (*storefault.FailingStore, store.Store) {
 	s, err := local.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &FailingStore{Store: s, script: map[string][]fault{}, calls: map[string]int{}, fail: map[string]error{}}
-}
-
-func (f *FailingStore) next(op string) fault {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls[op]++
-	if q := f.script[op]; len(q) > 0 {
-		f.script[op] = q[1:]
-		return q[0]
-	}
-	if f.rate > 0 {
-		f.n++
-		// A deterministic spread: every k-th call fails.
-		if k := int(1 / f.rate); f.n%k == 0 {
-			return fault(1 + (f.n/k)%4)
-		}
-	}
-	return 0
-}
-
-func slowDown() error {
-	return &smithyhttp.ResponseError{
-		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusServiceUnavailable}},
-		Err:      &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate."},
-	}
-}
-
-func (f *FailingStore) inject(ctx context.Context, op string) error {
-	fl := f.next(op)
-	f.mu.Lock()
-	err := f.fail[op]
-	f.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	switch fl {
-	case faultError:
-		return fmt.Errorf("%s: connection reset by peer (injected)", op)
-	case faultSlowDown:
-		return fmt.Errorf("%s: %w", op, slowDown())
-	case faultHang:
-		<-ctx.Done()
-		return fmt.Errorf("%s: %w", op, ctx.Err())
-	case faultPartial:
-		return errPartial
-	}
-	return nil
-}
-
-var errPartial = errors.New("connection dropped mid-body (injected)")
-
-func (f *FailingStore) Save(ctx context.Context, key string, src store.Source) error {
-	if err := f.inject(ctx, "save"); err != nil {
-		if errors.Is(err, errPartial) {
-			rc, size, oerr := src.Open()
-			if oerr != nil {
-				return oerr
-			}
-			io.CopyN(io.Discard, rc, size/2)
-			rc.Close()
-		}
-		return err
-	}
-	return f.Store.Save(ctx, key, src)
-}
-
-func (f *FailingStore) Load(ctx context.Context, key string, fn func(io.Reader) error) error {
-	if err := f.inject(ctx, "load"); err != nil {
-		if errors.Is(err, errPartial) {
-			// Hand fn a body that breaks halfway.
-			return f.Store.Load(ctx, key, func(r io.Reader) error {
-				return fn(io.MultiReader(io.LimitReader(r, 3), errReader{errPartial}))
-			})
-		}
-		return err
-	}
-	return f.Store.Load(ctx, key, fn)
-}
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-func (f *FailingStore) Stat(ctx context.Context, key string) (store.FileInfo, error) {
-	if err := f.inject(ctx, "stat"); err != nil {
-		return store.FileInfo{}, err
-	}
-	return f.Store.Stat(ctx, key)
-}
-
-func (f *FailingStore) List(ctx context.Context, prefix string, fn func(store.FileInfo) error) error {
-	fl := f.next("list")
-	n := 0
-	return f.Store.List(ctx, prefix, func(fi store.FileInfo) error {
-		// Fail after the first object, so a retry relists what fn saw.
-		if n++; n == 2 && fl != 0 {
-			return fmt.Errorf("list: injected %s after one object", fl)
-		}
-		return fn(fi)
-	})
-}
-
-func (f *FailingStore) Remove(ctx context.Context, key string) error {
-	if err := f.inject(ctx, "remove"); err != nil {
-		return err
-	}
-	return f.Store.Remove(ctx, key)
-}
-
-func (f *FailingStore) callCount(op string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[op]
+	return storefault.New(s), s
 }
 
 var fastPolicy = retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond}
@@ -180,21 +37,22 @@ var fastPolicy = retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Mi
 // TestConformance: the wrapper is a Store like any other.
 func TestConformance(t *testing.T) {
 	storetest.RunConformance(t, func(t *testing.T) store.Store {
-		return retry.Wrap(newFailingStore(t), fastPolicy)
+		fs, _ := newFailing(t)
+		return retry.Wrap(fs, fastPolicy)
 	}, storetest.Options{LargeSize: 3 << 20})
 }
 
 func TestEventualSuccess(t *testing.T) {
-	faults := []fault{faultError, faultSlowDown, faultHang, faultPartial}
+	faults := []storefault.Fault{storefault.Error, storefault.SlowDown, storefault.Hang, storefault.Partial}
 	ctx := context.Background()
-	fs := newFailingStore(t)
+	fs, base := newFailing(t)
 	s := retry.Wrap(fs, fastPolicy)
 	data := bytes.Repeat([]byte("part record "), 1000)
-	fs.script["save"] = faults
+	fs.Script(storefault.Save, faults...)
 	if err := s.Save(ctx, "trajectories/x/chunks/part-00000001.json.zst", store.Bytes(data)); err != nil {
 		t.Fatalf("save through %v: %v", faults, err)
 	}
-	fs.script["load"] = faults
+	fs.Script(storefault.Load, faults...)
 	var got []byte
 	err := s.Load(ctx, "trajectories/x/chunks/part-00000001.json.zst", func(r io.Reader) error {
 		b, err := io.ReadAll(r)
@@ -204,38 +62,38 @@ func TestEventualSuccess(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("load through %v: err %v, %d bytes (want %d identical)", faults, err, len(got), len(data))
 	}
-	fs.script["stat"] = faults[:3]
+	fs.Script(storefault.Stat, faults[:3]...)
 	if fi, err := s.Stat(ctx, "trajectories/x/chunks/part-00000001.json.zst"); err != nil || fi.Size != int64(len(data)) {
 		t.Fatalf("stat: %+v, %v", fi, err)
 	}
-	for _, op := range []string{"save", "load", "stat"} {
+	for _, op := range []storefault.Op{storefault.Save, storefault.Load, storefault.Stat} {
 		want := len(faults) + 1
-		if op == "stat" {
+		if op == storefault.Stat {
 			want = 4
 		}
-		if n := fs.callCount(op); n != want {
+		if n := fs.Calls(op); n != want {
 			t.Errorf("%s attempts = %d, want %d", op, n, want)
 		}
 	}
-	fs.script["remove"] = faults[:2]
+	fs.Script(storefault.Remove, faults[:2]...)
 	if err := s.Remove(ctx, "trajectories/x/chunks/part-00000001.json.zst"); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
-	if _, err := fs.Store.Stat(ctx, "trajectories/x/chunks/part-00000001.json.zst"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := base.Stat(ctx, "trajectories/x/chunks/part-00000001.json.zst"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("object still there after remove: %v", err)
 	}
 }
 
 func TestListRetryDeliversEachOnce(t *testing.T) {
 	ctx := context.Background()
-	fs := newFailingStore(t)
+	fs, _ := newFailing(t)
 	s := retry.Wrap(fs, fastPolicy)
 	for i := range 5 {
 		if err := s.Save(ctx, fmt.Sprintf("l/%d", i), store.Bytes("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fs.script["list"] = []fault{faultError, faultSlowDown}
+	fs.Script(storefault.List, storefault.Error, storefault.SlowDown)
 	var got []string
 	if err := s.List(ctx, "l/", func(fi store.FileInfo) error { got = append(got, fi.Key); return nil }); err != nil {
 		t.Fatal(err)
@@ -261,15 +119,15 @@ func TestNoRetry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := newFailingStore(t)
+			fs, _ := newFailing(t)
 			s := retry.Wrap(fs, fastPolicy)
 			start := time.Now()
 			err := c.call(s)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
-			for _, op := range []string{"load", "stat"} {
-				if n := fs.callCount(op); n > 1 {
+			for _, op := range []storefault.Op{storefault.Load, storefault.Stat} {
+				if n := fs.Calls(op); n > 1 {
 					t.Fatalf("%s called %d times, want at most once", op, n)
 				}
 			}
@@ -317,7 +175,7 @@ func TestWhichErrorsRetry(t *testing.T) {
 	}{
 		{"connection reset", "save", fmt.Errorf("save k: %w", syscall.ECONNRESET), nil, true},
 		{"plain network error", "stat", errors.New("dial tcp 127.0.0.1:7070: i/o timeout"), nil, true},
-		{"S3 SlowDown", "save", slowDown(), nil, true},
+		{"S3 SlowDown", "save", storefault.SlowDownError(), nil, true},
 		{"attempt deadline", "load", fmt.Errorf("load k: %w", context.DeadlineExceeded), nil, true},
 		{"unexpected EOF from the backend", "load", fmt.Errorf("load k: %w", io.ErrUnexpectedEOF), nil, true},
 		{"EIO", "load", pathErr(syscall.EIO), nil, true},
@@ -339,22 +197,22 @@ func TestWhichErrorsRetry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := newFailingStore(t)
-			if err := fs.Store.Save(ctx, "k", store.Bytes(`{"turns":[`)); err != nil {
+			fs, base := newFailing(t)
+			if err := base.Save(ctx, "k", store.Bytes(`{"turns":[`)); err != nil {
 				t.Fatal(err)
 			}
 			p := fastPolicy
 			p.MaxAttempts = maxAttempts
 			s := retry.Wrap(fs, p)
-			op := c.op
-			switch op {
+			op := storefault.Op(c.op)
+			switch c.op {
 			case "":
-				op = "load"
+				op = storefault.Load
 			case "cut": // every attempt's body breaks after 3 bytes
-				op = "load"
-				fs.script[op] = slices.Repeat([]fault{faultPartial}, maxAttempts)
+				op = storefault.Load
+				fs.Script(op, slices.Repeat([]storefault.Fault{storefault.Partial}, maxAttempts)...)
 			default:
-				fs.fail[op] = c.err
+				fs.FailOp(op, c.err)
 			}
 			fn := c.fn
 			if fn == nil {
@@ -362,13 +220,13 @@ func TestWhichErrorsRetry(t *testing.T) {
 			}
 			var err error
 			switch op {
-			case "save":
+			case storefault.Save:
 				err = s.Save(ctx, "k", store.Bytes("x"))
-			case "load":
+			case storefault.Load:
 				err = s.Load(ctx, "k", fn)
-			case "stat":
+			case storefault.Stat:
 				_, err = s.Stat(ctx, "k")
-			case "remove":
+			case storefault.Remove:
 				err = s.Remove(ctx, "k")
 			}
 			if err == nil {
@@ -381,7 +239,7 @@ func TestWhichErrorsRetry(t *testing.T) {
 			if c.retry {
 				want = maxAttempts
 			}
-			if n := fs.callCount(op); n != want {
+			if n := fs.Calls(op); n != want {
 				t.Fatalf("%s attempted %d times, want %d (err: %v)", op, n, want, err)
 			}
 		})
@@ -389,24 +247,24 @@ func TestWhichErrorsRetry(t *testing.T) {
 }
 
 func TestGivesUp(t *testing.T) {
-	fs := newFailingStore(t)
+	fs, _ := newFailing(t)
 	p := fastPolicy
 	p.MaxAttempts = 3
 	s := retry.Wrap(fs, p)
-	fs.script["save"] = []fault{faultSlowDown, faultSlowDown, faultSlowDown, faultSlowDown}
+	fs.Script(storefault.Save, storefault.SlowDown, storefault.SlowDown, storefault.SlowDown, storefault.SlowDown)
 	err := s.Save(context.Background(), "k", store.Bytes("x"))
 	if err == nil || !strings.Contains(err.Error(), "giving up after 3 attempts") || !strings.Contains(err.Error(), "SlowDown") {
 		t.Fatalf("got %v, want giving up after 3 attempts with the SlowDown cause", err)
 	}
-	if n := fs.callCount("save"); n != 3 {
+	if n := fs.Calls(storefault.Save); n != 3 {
 		t.Fatalf("save attempts = %d, want 3", n)
 	}
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
-	fs := newFailingStore(t)
+	fs, _ := newFailing(t)
 	s := retry.Wrap(fs, retry.Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
-	fs.script["save"] = []fault{faultError, faultError}
+	fs.Script(storefault.Save, storefault.Error, storefault.Error)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -423,8 +281,8 @@ func TestCancelDuringBackoff(t *testing.T) {
 // call fails in one of the four ways; every object must arrive intact.
 func TestNoLossUnderFaults(t *testing.T) {
 	ctx := context.Background()
-	fs := newFailingStore(t)
-	fs.rate = 1.0 / 3
+	fs, _ := newFailing(t)
+	fs.FailEvery(3, storefault.Error, storefault.SlowDown, storefault.Hang, storefault.Partial)
 	// With the default 8 attempts one of 60 objects gives up about once in
 	// 110 runs ((1/3)^8 × 60); 20 attempts make that (1/3)^20 × 60 ≈ 2e-8,
 	// so a failure here means loss, not bad luck.
@@ -448,7 +306,7 @@ func TestNoLossUnderFaults(t *testing.T) {
 			t.Fatalf("save under faults: %v", err)
 		}
 	}
-	fs.rate = 0
+	fs.FailEvery(0)
 	for i := range n {
 		var got string
 		err := s.Load(ctx, fmt.Sprintf("obj/%03d", i), func(r io.Reader) error {
@@ -460,7 +318,7 @@ func TestNoLossUnderFaults(t *testing.T) {
 			t.Fatalf("obj/%03d: %q, %v", i, got, err)
 		}
 	}
-	if fs.callCount("save") <= n {
-		t.Fatalf("only %d save calls for %d objects: no faults were injected", fs.callCount("save"), n)
+	if got := fs.Injected(); got[storefault.Partial] == 0 || got[storefault.Hang] == 0 || fs.Calls(storefault.Save) <= n {
+		t.Fatalf("%d save calls for %d objects, faults %v: want every kind injected", fs.Calls(storefault.Save), n, got)
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/local"
+	"github.com/trajlab/traj/trace/store/storefault"
 	"github.com/trajlab/traj/trace/store/upload"
 )
 
@@ -40,73 +40,34 @@ func content(t *testing.T, s store.Store, key string) string {
 	return got
 }
 
-// GatedStore holds every Save of a gated key until the test releases it,
-// and records the order of saves and any overlap on one key.
-type GatedStore struct {
-	store.Store
-	mu      sync.Mutex
-	gates   map[string]chan struct{}
-	started chan string
-	order   []string
-	active  map[string]int
-	overlap bool
-}
+// newFailing wraps a fresh local store in storefault.
+func newFailing(t *testing.T) *storefault.FailingStore { return storefault.New(newLocal(t)) }
 
-func newGated(t *testing.T) *GatedStore {
-	return &GatedStore{Store: newLocal(t), gates: map[string]chan struct{}{}, started: make(chan string, 100), active: map[string]int{}}
-}
-
-func (g *GatedStore) gate(key string) chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c := make(chan struct{})
-	g.gates[key] = c
-	return c
-}
-
-func (g *GatedStore) Save(ctx context.Context, key string, src store.Source) error {
-	rc, _, err := src.Open()
-	if err != nil {
-		return err
+// saves lists the Saves g received, in order, as key=body.
+func saves(g *storefault.FailingStore) []string {
+	var out []string
+	for _, c := range g.Log() {
+		if c.Op == storefault.Save {
+			out = append(out, c.Key+"="+c.Head)
+		}
 	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	g.mu.Lock()
-	g.order = append(g.order, key+"="+string(b))
-	g.active[key]++
-	if g.active[key] > 1 {
-		g.overlap = true
-	}
-	gate := g.gates[key]
-	g.mu.Unlock()
-	select {
-	case g.started <- key:
-	default: // nobody is watching this one
-	}
-	if gate != nil {
-		<-gate
-	}
-	err = g.Store.Save(ctx, key, src)
-	g.mu.Lock()
-	g.active[key]--
-	g.mu.Unlock()
-	return err
+	return out
 }
 
 func TestOrderedPerKeyAndCoalescing(t *testing.T) {
 	ctx := context.Background()
-	g := newGated(t)
-	release := g.gate("trajectories/t/chunks/tail")
+	g := newFailing(t)
+	gate := g.Hold(storefault.Save, "trajectories/t/chunks/tail")
 	u := upload.New(ctx, g, upload.Options{Workers: 4})
 	for i := 1; i <= 5; i++ {
 		if err := u.Enqueue("trajectories/t/chunks/tail", store.Bytes(fmt.Sprintf("v%d", i))); err != nil {
 			t.Fatal(err)
 		}
 		if i == 1 {
-			<-g.started // v1 is running and held
+			<-gate.Reached() // v1 is running and held
 		}
 	}
-	close(release)
+	gate.Release()
 	rep, err := u.Close(ctx)
 	if err != nil || len(rep.Failed) != 0 {
 		t.Fatalf("close: %v, failed %v", err, rep.Failed)
@@ -114,10 +75,10 @@ func TestOrderedPerKeyAndCoalescing(t *testing.T) {
 	if got := content(t, g, "trajectories/t/chunks/tail"); got != "v5" {
 		t.Fatalf("final version %q, want v5", got)
 	}
-	if fmt.Sprint(g.order) != "[trajectories/t/chunks/tail=v1 trajectories/t/chunks/tail=v5]" {
-		t.Fatalf("saves %q, want v1 then v5 only", g.order)
+	if got := saves(g); fmt.Sprint(got) != "[trajectories/t/chunks/tail=v1 trajectories/t/chunks/tail=v5]" {
+		t.Fatalf("saves %q, want v1 then v5 only", got)
 	}
-	if g.overlap {
+	if len(g.Overlapping()) != 0 {
 		t.Fatal("two versions of one key were saved at the same time")
 	}
 	if rep.Stats.Coalesced != 3 || rep.Stats.Objects != 2 {
@@ -127,7 +88,7 @@ func TestOrderedPerKeyAndCoalescing(t *testing.T) {
 
 func TestFirstEnqueuedFirstStarted(t *testing.T) {
 	ctx := context.Background()
-	g := newGated(t)
+	g := newFailing(t)
 	u := upload.New(ctx, g, upload.Options{Workers: 1})
 	var want []string
 	for i := range 20 {
@@ -138,18 +99,18 @@ func TestFirstEnqueuedFirstStarted(t *testing.T) {
 	if _, err := u.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(g.order) != fmt.Sprint(want) {
-		t.Fatalf("order %q, want %q", g.order, want)
+	if got := saves(g); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order %q, want %q", got, want)
 	}
 }
 
 func TestEnqueueNeverWaitsForTheStore(t *testing.T) {
 	ctx := context.Background()
-	g := newGated(t)
-	release := g.gate("slow/first")
+	g := newFailing(t)
+	gate := g.Hold(storefault.Save, "slow/first")
 	u := upload.New(ctx, g, upload.Options{Workers: 1, MaxQueuedBytes: 1 << 20})
 	u.Enqueue("slow/first", store.Bytes("1"))
-	<-g.started
+	<-gate.Reached()
 	// With the only worker stuck, Enqueue still returns; this test would
 	// hang otherwise.
 	for i := range 1000 {
@@ -157,7 +118,7 @@ func TestEnqueueNeverWaitsForTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(release)
+	gate.Release()
 	rep, err := u.Close(ctx)
 	if err != nil || len(rep.Failed) != 0 || rep.Stats.Objects != 1001 {
 		t.Fatalf("close: %v, %d failed, %d objects", err, len(rep.Failed), rep.Stats.Objects)
@@ -166,12 +127,12 @@ func TestEnqueueNeverWaitsForTheStore(t *testing.T) {
 
 func TestQueueBound(t *testing.T) {
 	ctx := context.Background()
-	g := newGated(t)
-	release := g.gate("a")
+	g := newFailing(t)
+	gate := g.Hold(storefault.Save, "a")
 	u := upload.New(ctx, g, upload.Options{Workers: 1, MaxQueuedBytes: 10_000})
 	data := store.Bytes(strings.Repeat("x", 4000))
 	u.Enqueue("a", data)
-	<-g.started
+	<-gate.Reached()
 	if err := u.Enqueue("b", data); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +150,7 @@ func TestQueueBound(t *testing.T) {
 	if err := u.Enqueue("d", store.File(path)); err != nil {
 		t.Fatalf("file body refused: %v", err)
 	}
-	close(release)
+	gate.Release()
 	rep, _ := u.Close(ctx)
 	// c was refused; Flush retried it (the queue had room again) and it made it.
 	if len(rep.Failed) != 0 || rep.Stats.Refused != 1 {
@@ -202,32 +163,22 @@ func TestQueueBound(t *testing.T) {
 	}
 }
 
-// BrokenStore fails every Save whose key contains "bad", permanently, and
-// the first Save of every key containing "flaky".
-type BrokenStore struct {
-	store.Store
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (b *BrokenStore) Save(ctx context.Context, key string, src store.Source) error {
-	b.mu.Lock()
-	first := !b.seen[key]
-	b.seen[key] = true
-	b.mu.Unlock()
-	switch {
-	case strings.Contains(key, "bad"):
-		return store.Permanent(errors.New("access denied (injected)"))
-	case strings.Contains(key, "flaky") && first:
-		return errors.New("connection reset (injected)")
-	}
-	return b.Store.Save(ctx, key, src)
-}
-
 func TestFlushReportsPending(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	broken := &BrokenStore{Store: newLocal(t), seen: map[string]bool{}}
+	// Every Save of a key holding "bad" is refused for good; the first
+	// Save of each key holding "flaky" drops its connection.
+	broken := newFailing(t)
+	broken.Decide(func(c storefault.Call) storefault.Fault {
+		switch {
+		case c.Op != storefault.Save:
+		case strings.Contains(c.Key, "bad"):
+			return storefault.Denied
+		case strings.Contains(c.Key, "flaky") && c.N == 1:
+			return storefault.Error
+		}
+		return storefault.None
+	})
 	pending := filepath.Join(dir, "pending_uploads.json")
 	u := upload.New(ctx, broken, upload.Options{PendingFile: pending})
 
@@ -279,11 +230,11 @@ func TestEnqueueAfterCloseAndBadKey(t *testing.T) {
 // TestFlushDeadline: a flush that runs out of time names what is still
 // uploading and still queued, and Close abandons the stuck upload.
 func TestFlushDeadline(t *testing.T) {
-	g := newGated(t)
-	g.gate("stuck") // never released: the save waits for its context
-	u := upload.New(context.Background(), stuckUntilCancel{g}, upload.Options{Workers: 1})
+	g := newFailing(t)
+	gate := g.Hold(storefault.Save, "stuck") // never released: the save waits for its context
+	u := upload.New(context.Background(), g, upload.Options{Workers: 1})
 	u.Enqueue("stuck", store.Bytes("1"))
-	<-g.started
+	<-gate.Reached()
 	u.Enqueue("queued", store.Bytes("2"))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -297,26 +248,5 @@ func TestFlushDeadline(t *testing.T) {
 	}
 	if !strings.Contains(got["stuck"], "still uploading") || !strings.Contains(got["queued"], "still queued") {
 		t.Fatalf("failures %q, want stuck (uploading) and queued", got)
-	}
-}
-
-// stuckUntilCancel makes the gated save give up when its context ends.
-type stuckUntilCancel struct{ *GatedStore }
-
-func (s stuckUntilCancel) Save(ctx context.Context, key string, src store.Source) error {
-	done := make(chan error, 1)
-	go func() { done <- s.GatedStore.Save(ctx, key, src) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		s.mu.Lock()
-		if c := s.gates[key]; c != nil {
-			close(c)
-			delete(s.gates, key)
-		}
-		s.mu.Unlock()
-		<-done
-		return ctx.Err()
 	}
 }
