@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
 // RunnerVersion names the runner's semantics (pass rules, skip rules, how
@@ -207,19 +208,20 @@ func build(ctx context.Context, workspace string, timeout time.Duration) environ
 		return r
 	}
 	// stdout and stderr together: many build tools report errors on stdout.
-	p := runProc(ctx, timeout, DefaultOutputLimit, true, workspace, "bash", "build.sh")
-	r.DurationMS = p.elapsed.Milliseconds()
-	r.ExitCode = p.exitCode
-	r.StderrTail = tail(p.stdout, stderrTailBytes)
+	p, err := xec.Run(ctx, xec.Command{Path: "bash", Args: []string{"build.sh"}, Dir: workspace,
+		Timeout: timeout, OutputLimit: DefaultOutputLimit, CombineOutput: true})
+	r.DurationMS = p.Elapsed.Milliseconds()
+	r.ExitCode = p.ExitCode
+	r.StderrTail = tail(p.Stdout, stderrTailBytes)
 	switch {
-	case p.startErr != nil:
-		r.Error = p.startErr.Error()
-	case p.timedOut:
+	case err != nil:
+		r.Error = err.Error()
+	case p.TimedOut:
 		r.Error = fmt.Sprintf("build.sh timed out after %s", timeout)
 	case ctx.Err() != nil:
 		r.Error = "build interrupted: " + ctx.Err().Error()
-	case p.exitCode != 0:
-		r.Error = fmt.Sprintf("build.sh exited with %d", p.exitCode)
+	case p.ExitCode != 0:
+		r.Error = fmt.Sprintf("build.sh exited with %d", p.ExitCode)
 	default:
 		st, err := os.Stat(filepath.Join(workspace, "cc"))
 		switch {
@@ -356,17 +358,17 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	}
 	out := filepath.Join(dir, "prog")
 	args := append(srcs, "-o", out)
-	comp := runProc(ctx, o.CompileTimeout, o.OutputLimit, false, dir, cc, args...)
-	r.CompileMS = comp.elapsed.Milliseconds()
-	r.StderrTail = tail(comp.stderr, stderrTailBytes)
-	if stopped(&r, comp, "compile", o.CompileTimeout) {
+	comp, err := xec.Run(ctx, xec.Command{Path: cc, Args: args, Dir: dir, Timeout: o.CompileTimeout, OutputLimit: o.OutputLimit})
+	r.CompileMS = comp.Elapsed.Milliseconds()
+	r.StderrTail = tail(comp.Stderr, stderrTailBytes)
+	if stopped(&r, comp, err, "compile", o.CompileTimeout) {
 		return r
 	}
 	if tc.expectReject {
-		r.ActualExitCode = comp.exitCode
+		r.ActualExitCode = comp.ExitCode
 		leftovers := outputsLeft(dir, out)
 		switch {
-		case comp.exitCode == 0:
+		case comp.ExitCode == 0:
 			r.Error = "the compiler accepted an invalid program (exit 0)"
 		case len(leftovers) > 0:
 			r.Error = "the compiler rejected the program but left output: " + strings.Join(leftovers, ", ")
@@ -375,8 +377,8 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 		}
 		return r
 	}
-	if comp.exitCode != 0 {
-		r.Error = fmt.Sprintf("compile exited with %d", comp.exitCode)
+	if comp.ExitCode != 0 {
+		r.Error = fmt.Sprintf("compile exited with %d", comp.ExitCode)
 		return r
 	}
 	if st, err := os.Stat(out); err != nil || st.IsDir() {
@@ -385,32 +387,32 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	}
 
 	r.Phase = environment.PhaseRun
-	run := runProc(ctx, o.RunTimeout, o.OutputLimit, tc.combineStderr, dir, out)
-	r.RunMS = run.elapsed.Milliseconds()
-	r.ActualExitCode = run.exitCode
-	r.ActualStdout = clip(run.stdout, reportBytes)
-	r.StderrTail = tail(run.stderr, stderrTailBytes)
-	if stopped(&r, run, "run", o.RunTimeout) {
+	run, err := xec.Run(ctx, xec.Command{Path: out, Dir: dir, Timeout: o.RunTimeout, OutputLimit: o.OutputLimit, CombineOutput: tc.combineStderr})
+	r.RunMS = run.Elapsed.Milliseconds()
+	r.ActualExitCode = run.ExitCode
+	r.ActualStdout = clip(run.Stdout, reportBytes)
+	r.StderrTail = tail(run.Stderr, stderrTailBytes)
+	if stopped(&r, run, err, "run", o.RunTimeout) {
 		return r
 	}
-	if run.signal != 0 && (tc.exitCode == nil || *tc.exitCode != run.exitCode) {
-		r.Error = "killed by signal " + run.signal.String()
+	if run.Signal != 0 && (tc.exitCode == nil || *tc.exitCode != run.ExitCode) {
+		r.Error = "killed by signal " + run.Signal.String()
 		return r
 	}
 
 	r.Phase = environment.PhaseCompare
 	var problems []string
-	if tc.exitCode != nil && run.exitCode != *tc.exitCode {
-		problems = append(problems, fmt.Sprintf("exit code %d, want %d", run.exitCode, *tc.exitCode))
+	if tc.exitCode != nil && run.ExitCode != *tc.exitCode {
+		problems = append(problems, fmt.Sprintf("exit code %d, want %d", run.ExitCode, *tc.exitCode))
 	}
-	if tc.stdout != nil && run.stdout != *tc.stdout {
+	if tc.stdout != nil && run.Stdout != *tc.stdout {
 		if tc.combineStderr {
 			problems = append(problems, "stdout+stderr differ from the expected output")
 		} else {
 			problems = append(problems, "stdout differs from the expected output")
 		}
 	}
-	if tc.expectEmptyStderr && run.stderr != "" {
+	if tc.expectEmptyStderr && run.Stderr != "" {
 		problems = append(problems, "stderr is not empty")
 	}
 	if len(problems) > 0 {
@@ -423,11 +425,11 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 
 // stopped records in r a process (what: "compile" or "run") that could
 // not start or ran past its timeout, and reports whether it did.
-func stopped(r *environment.CaseResult, p procResult, what string, timeout time.Duration) bool {
+func stopped(r *environment.CaseResult, p xec.Result, startErr error, what string, timeout time.Duration) bool {
 	switch {
-	case p.startErr != nil:
-		r.Error = p.startErr.Error()
-	case p.timedOut:
+	case startErr != nil:
+		r.Error = startErr.Error()
+	case p.TimedOut:
 		r.Phase = environment.PhaseTimeout
 		r.Error = fmt.Sprintf("%s timed out after %s", what, timeout)
 	default:
@@ -509,4 +511,20 @@ func outputsLeft(dir, out string) []string {
 		}
 	}
 	return left
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// clip returns the first n bytes of s, marked when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…[truncated]"
 }

@@ -1,8 +1,11 @@
-// Package xec starts and stops every subprocess traj supervises: each runs
-// in its own process group, writes stdout and stderr to one log file, and
-// is always reaped. Stop sends SIGTERM to the whole group, waits a grace
+// Package xec owns every child process traj starts: each runs in its own
+// process group with the parent-death signal and is always reaped.
+// Services (OpenCode, an MCP server) are Start-ed: stdout and stderr go to
+// one log file, and Stop sends SIGTERM to the whole group, waits a grace
 // period, then sends SIGKILL, so grandchildren (a shell's sleep, an MCP
-// server OpenCode spawned) go too.
+// server OpenCode spawned) go too. Short commands (a build, a compiler, a
+// test program) are Run: output captured up to a cap, the group killed at
+// a timeout.
 package xec
 
 import (
@@ -89,8 +92,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	killWithParent(cmd.SysProcAttr)
+	cmd.SysProcAttr = groupAttr()
 	if err := cmd.Start(); err != nil {
 		if logf != nil {
 			logf.Close()
