@@ -13,6 +13,7 @@ import (
 	"github.com/trajlab/traj/replay/replaytest"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/tracetest"
 )
 
 // storeWith copies built trajectories into a local store folder.
@@ -215,9 +216,9 @@ func TestSampleReport(t *testing.T) {
 		Changes: replaytest.ProgressScript(14, map[int][]string{4: {"goto"}, 8: {"if_else", "while_sum"}, 12: {"+goto"}})})
 	orig := make([]replaytest.Change, 8)
 	orig[0].Write = map[string]string{"README.md": "x\n"}
-	orig[2].Calls = []trace.EnvoiCall{replaytest.RunTests("basics", 10, 70)}
-	orig[5].Calls = []trace.EnvoiCall{replaytest.RunTests("basics", 31, 70), replaytest.RunTests("wacct/chapter_1", 4, 24)}
-	orig[7].Calls = []trace.EnvoiCall{replaytest.RunTests("basics", 44, 70)}
+	orig[2].Calls = []trace.EnvoiCall{tracetest.RunTests("basics", 10, 60)}
+	orig[5].Calls = []trace.EnvoiCall{tracetest.RunTests("basics", 31, 39), tracetest.RunTests("wacct/chapter_1", 4, 20)}
+	orig[7].Calls = []trace.EnvoiCall{tracetest.RunTests("basics", 44, 26)}
 	original := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-original", TurnSize: 4, Changes: orig, EndReason: "agent_error", Model: "opencode/gpt-5-nano"})
 
 	dir := os.Getenv("TRAJ_REPORT_SAMPLE_DIR")

@@ -22,7 +22,6 @@ import (
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
-	"github.com/trajlab/traj/trace/tracetest"
 )
 
 // Git runs the git CLI in dir with a fixed identity and clock and returns
@@ -441,12 +440,6 @@ func AttributionScriptBreaking(word string) []Change {
 		{}, // 9
 		{Write: map[string]string{"src/main.c": "/* the compiler */\n"}}, // 10
 	}
-}
-
-// RunTests is a run_tests call record with the given counts, in the shape
-// the run_tests tool returns.
-func RunTests(path string, passed, total int) trace.EnvoiCall {
-	return tracetest.RunTestsAt(path, passed, total-passed, ts(0), 900)
 }
 
 // ControlFlowCases are the basics/control_flow case names of the

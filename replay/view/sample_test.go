@@ -28,22 +28,18 @@ func sampleChanges(regress bool) []replaytest.Change {
 		{Write: map[string]string{"build.sh": replaytest.BuildScript, "broken.txt": "ret42 add loop\n", "README.md": "# tiny compiler\n"}},
 		{},
 		{Write: map[string]string{"src/lexer.c": "int lex(void) { return 0; }\n", "broken.txt": "ret42 loop\n"},
-			Calls: []trace.EnvoiCall{runTests("basics", 1, 1)}},
-		{Write: map[string]string{"broken.txt": "loop\n"}, Calls: []trace.EnvoiCall{runTests("basics", 2, 0)}},
+			Calls: []trace.EnvoiCall{tracetest.RunTests("basics", 1, 1)}},
+		{Write: map[string]string{"broken.txt": "loop\n"}, Calls: []trace.EnvoiCall{tracetest.RunTests("basics", 2, 0)}},
 		{},
-		{Write: map[string]string{"broken.txt": "\n", "src/parser.c": "int parse(void) { return 1; }\n"}, Calls: []trace.EnvoiCall{runTests("extra", 1, 0)}},
+		{Write: map[string]string{"broken.txt": "\n", "src/parser.c": "int parse(void) { return 1; }\n"}, Calls: []trace.EnvoiCall{tracetest.RunTests("extra", 1, 0)}},
 	}
 	if regress {
 		ch = append(ch,
 			replaytest.Change{Write: map[string]string{"broken.txt": "add\n"}},
-			replaytest.Change{Write: map[string]string{"broken.txt": "\n", "src/lexer.c": "int lex(void) { return 1; }\n"}, Calls: []trace.EnvoiCall{runTests("basics", 2, 0)}},
+			replaytest.Change{Write: map[string]string{"broken.txt": "\n", "src/lexer.c": "int lex(void) { return 1; }\n"}, Calls: []trace.EnvoiCall{tracetest.RunTests("basics", 2, 0)}},
 		)
 	}
 	return ch
-}
-
-func runTests(path string, passed, failed int) trace.EnvoiCall {
-	return tracetest.RunTestsAt(path, passed, failed, "2026-11-21T10:00:00.000000Z", 900)
 }
 
 // dress gives the parts of tr OpenCode-shaped content: reasoning, text
