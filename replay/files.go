@@ -8,21 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/trajlab/traj/trace/atomicfile"
 )
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// folder and a rename, so readers never see a partial file (package
-// atomicfile).
-func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteBytes(path, data) }
-
-// WriteFileAtomicFunc is WriteFileAtomic for content written by fill, so
-// large outputs stream to disk instead of being held in memory. Nothing
-// appears at path when fill fails.
-func WriteFileAtomicFunc(path string, fill func(io.Writer) error) error {
-	return atomicfile.Write(path, fill)
-}
 
 // MarshalIndent is json.MarshalIndent with two spaces and a final newline.
 func MarshalIndent(v any) ([]byte, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trajlab/traj/sandbox/image"
 	"github.com/trajlab/traj/sandbox/xec"
+	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // Container runs each service in an OCI container (podman, or docker):
@@ -89,20 +90,12 @@ func CacheDir() string {
 }
 
 func podmanConf() (string, error) {
-	dir := CacheDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("podman config: %w", err)
-	}
-	p := filepath.Join(dir, "containers.conf")
+	p := filepath.Join(CacheDir(), "containers.conf")
 	body := "# written by traj: podman's default ulimits fail with EPERM on some hosts\n[containers]\ndefault_ulimits = []\n"
 	if b, err := os.ReadFile(p); err == nil && string(b) == body {
 		return p, nil
 	}
-	tmp := p + ".tmp" + randomSuffix()
-	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-		return "", fmt.Errorf("podman config: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err := atomicfile.WriteBytes(p, []byte(body)); err != nil {
 		return "", fmt.Errorf("podman config: %w", err)
 	}
 	return p, nil

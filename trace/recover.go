@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"time"
+
+	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // RecoverFromShadow makes the trace at path hold the better of itself and
 // its shadow (ShadowPath), for a trace whose writer is gone: when the
 // shadow is a readable trace with more parts than path, or path is
-// unreadable or missing, the shadow's bytes replace path (temp file and
-// rename; the shadow stays). It reports whether it replaced path.
+// unreadable or missing, the shadow's bytes replace path (atomicfile; the
+// shadow stays). It reports whether it replaced path.
 //
 // Two cases leave the shadow ahead: a writer that found its trace changed
 // behind its back (ErrTampered) kept the last good copy there; and a
@@ -33,21 +35,10 @@ func RecoverFromShadow(path string) (bool, error) {
 		return false, fmt.Errorf("recover trace from %s: %w", shadow, err)
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".recover-*")
-	if err != nil {
-		return false, fmt.Errorf("recover trace from %s: %w", shadow, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, in)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	err = atomicfile.WriteFile(path, time.Time{}, func(f *os.File) error {
+		_, err := io.Copy(f, in)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("recover trace from %s: %w", shadow, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // ErrTampered is returned by every mutation once the writer found its
@@ -137,20 +139,8 @@ func (w *Writer) keepGoodCopy(i int) error {
 	if fi, err := os.Lstat(w.shadowPath); err == nil && w.stamps[i].info != nil && os.SameFile(fi, w.stamps[i].info) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(w.dir, "."+filepath.Base(w.path)+".good-*")
-	if err != nil {
+	return atomicfile.WriteFile(w.shadowPath, time.Time{}, func(tmp *os.File) error {
+		_, err := io.Copy(tmp, io.NewSectionReader(f, 0, w.stamps[i].size))
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, io.NewSectionReader(f, 0, w.stamps[i].size))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), w.shadowPath)
+	})
 }

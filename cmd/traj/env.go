@@ -14,6 +14,7 @@ import (
 	"github.com/trajlab/traj/environment/ccompiler"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // EnvCmd groups the test-environment commands.
@@ -70,7 +71,7 @@ func (c *EnvEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("encode evaluation result: %w", err)
 	}
-	return replay.WriteFileAtomic(filepath.Join(c.Out, evalbox.ResultFile), data)
+	return atomicfile.WriteBytes(filepath.Join(c.Out, evalbox.ResultFile), data)
 }
 
 // envFlags are shared by `env test` and `mcp`.

@@ -16,6 +16,7 @@ import (
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store/location"
 )
 
@@ -99,7 +100,7 @@ func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	if c.Output != "" {
-		if err := replay.WriteFileAtomic(c.Output, data); err != nil {
+		if err := atomicfile.WriteBytes(c.Output, data); err != nil {
 			return err
 		}
 	}
@@ -193,7 +194,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if err := replay.WriteFileAtomic(c.Output, data); err != nil {
+	if err := atomicfile.WriteBytes(c.Output, data); err != nil {
 		return err
 	}
 	if err := t.SaveEvaluation(ctx, data); err != nil {

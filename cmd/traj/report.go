@@ -10,6 +10,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/report"
+	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
 )
@@ -100,7 +101,7 @@ func writeReportFile(path string, r report.Report, write func(io.Writer, report.
 	if err := write(&b, r); err != nil {
 		return err
 	}
-	return replay.WriteFileAtomic(path, b.Bytes())
+	return atomicfile.WriteBytes(path, b.Bytes())
 }
 
 // runExperiment reports one experiment from its summaries.
@@ -131,7 +132,7 @@ func (c *ReportCmd) runExperiment(ctx context.Context, g *Globals) error {
 		if err := out.write(&b, e); err != nil {
 			return err
 		}
-		if err := replay.WriteFileAtomic(out.path, b.Bytes()); err != nil {
+		if err := atomicfile.WriteBytes(out.path, b.Bytes()); err != nil {
 			return err
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // ATIF (Harbor's Agent Trajectory Interchange Format, RFC 0001 v1.7). The
@@ -184,7 +184,7 @@ func writeATIF(ctx context.Context, in *input, opts *Options) (map[string]int64,
 		pending: map[string]*atifMessage{}, children: map[string]*atifChild{}, tmp: tmp}
 	defer e.closeChildren()
 	path := filepath.Join(opts.Out, in.id, ATIFName)
-	err = replay.WriteFileAtomicFunc(path, func(w io.Writer) error {
+	err = atomicfile.Write(path, func(w io.Writer) error {
 		e.out = bufio.NewWriterSize(w, 256<<10)
 		if err := e.scan(ctx); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
+	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/ref"
 )
@@ -481,5 +482,5 @@ func saveManifest(opts Options, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	return replay.WriteFileAtomic(filepath.Join(opts.Out, ManifestName), data)
+	return atomicfile.WriteBytes(filepath.Join(opts.Out, ManifestName), data)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 )
 
@@ -27,8 +28,8 @@ import (
 // bounded by one row group (plus the writer's page buffers), never by the
 // trace.
 type tableFile[T any] struct {
-	path, tmp     string
-	f             *os.File
+	path          string
+	f             *atomicfile.Pending
 	w             *parquet.GenericWriter[T]
 	batch         []T
 	batchBytes    int64
@@ -41,12 +42,9 @@ const batchRows = 64
 
 func newTableFile[T any](dir, table, id string, meta map[string]string, rowGroupBytes int64) (*tableFile[T], error) {
 	path := filepath.Join(dir, table, id+".parquet")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create folder for %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+id+".parquet.tmp-*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, err
 	}
 	opts := []parquet.WriterOption{
 		// One codec for every file: it pools its zstd encoders (a codec
@@ -58,7 +56,7 @@ func newTableFile[T any](dir, table, id string, meta map[string]string, rowGroup
 	for k, v := range meta {
 		opts = append(opts, parquet.KeyValueMetadata(k, v))
 	}
-	return &tableFile[T]{path: path, tmp: f.Name(), f: f, w: parquet.NewGenericWriter[T](f, opts...), rowGroupBytes: rowGroupBytes}, nil
+	return &tableFile[T]{path: path, f: f, w: parquet.NewGenericWriter[T](f.File(), opts...), rowGroupBytes: rowGroupBytes}, nil
 }
 
 // add queues a row of about size bytes.
@@ -98,7 +96,7 @@ func (t *tableFile[T]) reset() {
 	t.batch, t.batchBytes = t.batch[:0], 0
 }
 
-// finish closes the file; commit renames it into place.
+// finish writes the file's footer; commit puts it in place.
 func (t *tableFile[T]) finish() error {
 	if err := t.drain(); err != nil {
 		return err
@@ -106,23 +104,12 @@ func (t *tableFile[T]) finish() error {
 	if err := t.w.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", t.path, err)
 	}
-	if err := t.f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", t.path, err)
-	}
 	return nil
 }
 
-func (t *tableFile[T]) commit() error {
-	if err := os.Chmod(t.tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(t.tmp, t.path)
-}
+func (t *tableFile[T]) commit() error { return t.f.Commit() }
 
-func (t *tableFile[T]) abort() {
-	t.f.Close()
-	os.Remove(t.tmp)
-}
+func (t *tableFile[T]) abort() { t.f.Abort() }
 
 // parquetExport writes the tables of one trajectory (one file each).
 type parquetExport struct {

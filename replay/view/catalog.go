@@ -19,6 +19,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/ref"
 )
@@ -295,22 +296,7 @@ func (c *catalog) saveIndex(uri string, ix *Index) {
 	if p == "" || len(ix.Parts) == 0 {
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := atomicfile.Write(p, func(w io.Writer) error { return gob.NewEncoder(w).Encode(ix) }); err != nil {
 		c.logger.Debug("cache index", "err", err)
-		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".index-*")
-	if err != nil {
-		c.logger.Debug("cache index", "err", err)
-		return
-	}
-	defer os.Remove(tmp.Name())
-	if err := gob.NewEncoder(tmp).Encode(ix); err != nil {
-		tmp.Close()
-		return
-	}
-	if err := tmp.Close(); err != nil {
-		return
-	}
-	_ = os.Rename(tmp.Name(), p)
 }

@@ -49,20 +49,71 @@ func WriteFile(path string, mtime time.Time, fill func(*os.File) error) error {
 }
 
 func write(path string, mtime time.Time, fill func(*os.File) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := createTemp(dir, "."+filepath.Base(path)+tempMark+"*")
+	p, err := create(path)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			p.Abort()
 		}
 	}()
-	if err := fill(f); err != nil {
+	if err := fill(p.f); err != nil {
 		return err
 	}
+	return p.commit(mtime)
+}
+
+// Pending is a replacement of a file still being written, for a writer
+// that outlives one call (an export streams several files and puts them
+// in place only when all are complete). Commit or Abort ends it.
+type Pending struct {
+	path    string
+	f       *os.File
+	renamed bool
+}
+
+// Create starts replacing path (its folder made if missing): write the
+// new content into File, then Commit.
+func Create(path string) (*Pending, error) {
+	p, err := create(path)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return p, nil
+}
+
+func create(path string) (*Pending, error) {
+	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+tempMark+"*")
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{path: path, f: f}, nil
+}
+
+// File is the temp file that becomes path on Commit.
+func (p *Pending) File() *os.File { return p.f }
+
+// Commit makes the file complete at its path (mode 0644, synced, renamed
+// over the target, folder synced). After an error, Abort cleans up.
+func (p *Pending) Commit() error {
+	if err := p.commit(time.Time{}); err != nil {
+		return fmt.Errorf("write %s: %w", p.path, err)
+	}
+	return nil
+}
+
+// Abort drops the temp file; path keeps what it had. Safe after Commit
+// (it does nothing then) and more than once.
+func (p *Pending) Abort() {
+	p.f.Close()
+	if !p.renamed {
+		os.Remove(p.f.Name())
+	}
+}
+
+func (p *Pending) commit(mtime time.Time) error {
+	f := p.f
 	if err := f.Chmod(0o644); err != nil {
 		return err
 	}
@@ -77,10 +128,11 @@ func write(path string, mtime time.Time, fill func(*os.File) error) (err error) 
 			return err
 		}
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(f.Name(), p.path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
+	p.renamed = true
+	d, err := os.Open(filepath.Dir(p.path))
 	if err != nil {
 		return nil // renamed; only the folder's own durability is unknown
 	}
@@ -91,7 +143,6 @@ func write(path string, mtime time.Time, fill func(*os.File) error) (err error) 
 	return nil
 }
 
-// tempMark is in the name of every temp file Write makes: ".NAME.tmp-RANDOM".
 const tempMark = ".tmp-"
 
 // IsTemp reports whether a file name is one of Write's temp files, which a

@@ -66,3 +66,39 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("temp file %s left behind: %v", tmp, err)
 	}
 }
+
+// TestPending: a file written across calls appears only on Commit; Abort
+// leaves the old content and no temp file.
+func TestPending(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parts", "t1.parquet")
+	for _, commit := range []bool{true, false} {
+		p, err := Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "committed"
+		if !commit {
+			want = "aborted"
+		}
+		if _, err := p.File().WriteString(want); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); commit && !errors.Is(err, os.ErrNotExist) || !commit && string(b) != "committed" {
+			t.Fatalf("before the end: %q, %v", b, err)
+		}
+		if commit {
+			if err := p.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Abort() // after Commit: a no-op
+		b, err := os.ReadFile(path)
+		if err != nil || string(b) != "committed" {
+			t.Fatalf("commit %v: read %q, %v; want committed", commit, b, err)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+			t.Fatalf("commit %v: folder holds %d entries, want only the file", commit, len(ents))
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // LoadState reads the adapter's state file dir/name into v; a missing file
@@ -31,12 +33,5 @@ func SaveState(dir, name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(p+".tmp", p); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return atomicfile.WriteBytes(filepath.Join(dir, name), b)
 }
