@@ -103,7 +103,7 @@ func TestGate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	g = f.Hold(storefault.Save, "stuck")
+	f.Hold(storefault.Save, "stuck") // never released
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := f.Save(ctx, "stuck", store.Bytes("v2")); !errors.Is(err, context.DeadlineExceeded) {
