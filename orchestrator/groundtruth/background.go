@@ -152,11 +152,7 @@ func (b *Background) land(g trace.GroundTruth) {
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
-	if g.Error != "" {
-		b.log.Warn("ground truth", "part", g.Part, "commit", g.Commit, "err", g.Error)
-	} else {
-		b.log.Info("ground truth", "part", g.Part, "passed", g.Passed, "total", g.Total, "solved", g.Solved, "cached", g.Cached)
-	}
+	b.log.Debug("ground truth landed", "part", g.Part, "commit", g.Commit, "cached", g.Cached, "duration_ms", g.DurationMs)
 	if b.opts.OnResult != nil {
 		b.opts.OnResult(g)
 	}
