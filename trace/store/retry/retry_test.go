@@ -16,28 +16,17 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/trace/store"
-	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/store/retry"
 	"github.com/trajlab/traj/trace/store/storefault"
 	"github.com/trajlab/traj/trace/store/storetest"
 )
-
-// newFailing wraps a fresh local store in storefault; the second result is
-// the local store itself, to check what arrived past the faults.
-func newFailing(t *testing.T) (*storefault.FailingStore, store.Store) {
-	s, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return storefault.New(s), s
-}
 
 var fastPolicy = retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond}
 
 // TestConformance: the wrapper is a Store like any other.
 func TestConformance(t *testing.T) {
 	storetest.RunConformance(t, func(t *testing.T) store.Store {
-		fs, _ := newFailing(t)
+		fs, _ := storefault.OnLocal(t)
 		return retry.Wrap(fs, fastPolicy)
 	}, storetest.Options{LargeSize: 3 << 20})
 }
@@ -45,7 +34,7 @@ func TestConformance(t *testing.T) {
 func TestEventualSuccess(t *testing.T) {
 	faults := []storefault.Fault{storefault.Error, storefault.SlowDown, storefault.Hang, storefault.Partial}
 	ctx := context.Background()
-	fs, base := newFailing(t)
+	fs, base := storefault.OnLocal(t)
 	s := retry.Wrap(fs, fastPolicy)
 	data := bytes.Repeat([]byte("part record "), 1000)
 	fs.Script(storefault.Save, faults...)
@@ -86,7 +75,7 @@ func TestEventualSuccess(t *testing.T) {
 
 func TestListRetryDeliversEachOnce(t *testing.T) {
 	ctx := context.Background()
-	fs, _ := newFailing(t)
+	fs, _ := storefault.OnLocal(t)
 	s := retry.Wrap(fs, fastPolicy)
 	for i := range 5 {
 		if err := s.Save(ctx, fmt.Sprintf("l/%d", i), store.Bytes("x")); err != nil {
@@ -119,7 +108,7 @@ func TestNoRetry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs, _ := newFailing(t)
+			fs, _ := storefault.OnLocal(t)
 			s := retry.Wrap(fs, fastPolicy)
 			start := time.Now()
 			err := c.call(s)
@@ -197,7 +186,7 @@ func TestWhichErrorsRetry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs, base := newFailing(t)
+			fs, base := storefault.OnLocal(t)
 			if err := base.Save(ctx, "k", store.Bytes(`{"turns":[`)); err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +236,7 @@ func TestWhichErrorsRetry(t *testing.T) {
 }
 
 func TestGivesUp(t *testing.T) {
-	fs, _ := newFailing(t)
+	fs, _ := storefault.OnLocal(t)
 	p := fastPolicy
 	p.MaxAttempts = 3
 	s := retry.Wrap(fs, p)
@@ -262,7 +251,7 @@ func TestGivesUp(t *testing.T) {
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
-	fs, _ := newFailing(t)
+	fs, _ := storefault.OnLocal(t)
 	s := retry.Wrap(fs, retry.Policy{BaseDelay: time.Hour, MaxDelay: time.Hour})
 	fs.Script(storefault.Save, storefault.Error, storefault.Error)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -281,7 +270,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 // call fails in one of the four ways; every object must arrive intact.
 func TestNoLossUnderFaults(t *testing.T) {
 	ctx := context.Background()
-	fs, _ := newFailing(t)
+	fs, _ := storefault.OnLocal(t)
 	fs.FailEvery(3, storefault.Error, storefault.SlowDown, storefault.Hang, storefault.Partial)
 	// With the default 8 attempts one of 60 objects gives up about once in
 	// 110 runs ((1/3)^8 × 60); 20 attempts make that (1/3)^20 × 60 ≈ 2e-8,

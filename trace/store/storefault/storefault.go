@@ -14,11 +14,13 @@ import (
 	"maps"
 	"net/http"
 	"sync"
+	"testing"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/local"
 )
 
 // Fault is one kind of injected failure.
@@ -124,6 +126,17 @@ func New(s store.Store) *FailingStore {
 		inner: s, script: map[Op][]Fault{}, fail: map[Op]error{}, gates: map[gateKey]*Gate{},
 		perKey: map[gateKey]int{}, active: map[string]int{}, injected: map[Fault]int{}, saved: map[string]int{},
 	}
+}
+
+// OnLocal wraps a new local store in a temporary folder of t; the second
+// result is that store itself, to see what arrived past the faults.
+func OnLocal(t testing.TB) (*FailingStore, *local.Store) {
+	t.Helper()
+	s, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(s), s
 }
 
 // FailEvery makes every k-th call (of any operation) fail, taking

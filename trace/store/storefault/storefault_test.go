@@ -9,16 +9,12 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/trace/store"
-	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/store/storefault"
 )
 
+// newFailing is a FailingStore holding l/a, l/b and l/c.
 func newFailing(t *testing.T) *storefault.FailingStore {
-	s, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := storefault.New(s)
+	f, s := storefault.OnLocal(t)
 	for _, k := range []string{"l/a", "l/b", "l/c"} {
 		if err := s.Save(context.Background(), k, store.Bytes("body of "+k)); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/chunk"
+	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/store/upload"
 	"github.com/trajlab/traj/trace/tracetest"
 )
@@ -43,7 +44,10 @@ func TestUploadedBytesLinear(t *testing.T) {
 	ctx := context.Background()
 	const parts, perTurn, id = 2000, 20, "traj-2000"
 	dir := t.TempDir()
-	st := newLocal(t)
+	st, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := upload.New(ctx, st, upload.Options{})
 	codec, err := chunk.NewCodec()
 	if err != nil {

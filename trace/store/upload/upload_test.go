@@ -13,18 +13,9 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/trace/store"
-	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/store/storefault"
 	"github.com/trajlab/traj/trace/store/upload"
 )
-
-func newLocal(t *testing.T) *local.Store {
-	s, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func content(t *testing.T, s store.Store, key string) string {
 	t.Helper()
@@ -41,7 +32,10 @@ func content(t *testing.T, s store.Store, key string) string {
 }
 
 // newFailing wraps a fresh local store in storefault.
-func newFailing(t *testing.T) *storefault.FailingStore { return storefault.New(newLocal(t)) }
+func newFailing(t *testing.T) *storefault.FailingStore {
+	f, _ := storefault.OnLocal(t)
+	return f
+}
 
 // saves lists the Saves g received, in order, as key=body.
 func saves(g *storefault.FailingStore) []string {
@@ -217,7 +211,7 @@ func TestFlushReportsPending(t *testing.T) {
 }
 
 func TestEnqueueAfterCloseAndBadKey(t *testing.T) {
-	u := upload.New(context.Background(), newLocal(t), upload.Options{})
+	u := upload.New(context.Background(), newFailing(t), upload.Options{})
 	if err := u.Enqueue("../escape", store.Bytes("x")); !errors.Is(err, store.ErrInvalidKey) {
 		t.Fatalf("traversal key: %v", err)
 	}
