@@ -17,7 +17,8 @@ import (
 )
 
 // TestGroundTruthEndToEnd: with the real OpenCode in the default sandbox,
-// an agent that never calls run_tests ends solved by ground truth; every
+// an agent without run_tests (the task switches it off) ends solved by
+// ground truth; every
 // tree the trace points at has a ground-truth result; the agent, searching
 // the whole filesystem it can see, finds no fixture and no evaluation
 // cache; `traj replay evaluate` afterwards is served entirely from the
@@ -34,7 +35,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
-		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
+		Task: "testdata/tasks/e2e-groundtruth", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
 		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
 		Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
 	})
@@ -51,6 +52,14 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	tr, err := trace.Read(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The task takes run_tests away: no tests MCP server, no tool gateway.
+	cfg, err := os.ReadFile(filepath.Join(work, "sandboxes", res.TrajectoryID, "opencode", "xdg", "config", "opencode", "opencode.json"))
+	if err != nil || bytes.Contains(cfg, []byte(`"mcp"`)) {
+		t.Errorf("OpenCode config (%v) offers an MCP server although the task has run_tests false:\n%s", err, cfg)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, orchestrator.ToolRecordName)); err == nil {
+		t.Error("a tool-call record exists although the task has run_tests false")
 	}
 	end := tr.SessionEnd
 	if end.Reason != trace.EndSolved || !strings.Contains(end.Detail, "ground truth") {
