@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,12 +61,65 @@ func CommitForPart(tr *trace.Trace, part int) (string, error) {
 	return c, nil
 }
 
+// CommitForPartIn is CommitForPart reading the trace from r as it streams
+// by: nothing of the other parts is held, so the memory it takes does not
+// grow with the trace (checkout-part of a 50,000-part trace).
+func CommitForPartIn(r io.Reader, part int) (string, error) {
+	var id, commit string
+	found := false
+	first, last := 0, 0
+	seen := map[int]bool{}
+	err := trace.Scan(r, trace.Visitor{
+		OnHeader: func(h *trace.Header) error { id = h.TrajectoryID; return nil },
+		OnPart: func(_ int, p *trace.Part) error {
+			c, err := effectiveCommit(p)
+			if err != nil {
+				return err
+			}
+			if seen[p.Part] {
+				return fmt.Errorf("part %d appears twice in the trace", p.Part)
+			}
+			seen[p.Part] = true
+			if len(seen) == 1 || p.Part < first {
+				first = p.Part
+			}
+			last = max(last, p.Part)
+			if p.Part == part {
+				commit, found = c, true
+			}
+			return nil
+		},
+		OnEnd: func(t *trace.Trace) error {
+			if t.TrajectoryID != "" {
+				id = t.TrajectoryID
+			}
+			return nil
+		},
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read trace: %w", err)
+	case len(seen) == 0:
+		return "", fmt.Errorf("trace %s has no parts", id)
+	case !found:
+		return "", UsageError("part %d is out of range: trajectory %s has parts %d..%d", part, id, first, last)
+	}
+	return commit, nil
+}
+
 // CheckoutPart writes the repository at req.Part into req.Dest.
 func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutRequest) (*CheckoutSummary, error) {
 	commit, err := CommitForPart(tr, req.Part)
 	if err != nil {
 		return nil, err
 	}
+	return CheckoutCommit(ctx, tr.TrajectoryID, commit, h, req)
+}
+
+// CheckoutCommit is CheckoutPart once the part's commit is known (from
+// CommitForPart or CommitForPartIn); id names the trajectory in the
+// summary.
+func CheckoutCommit(ctx context.Context, id, commit string, h History, req CheckoutRequest) (*CheckoutSummary, error) {
 	dest, err := filepath.Abs(req.Dest)
 	if err != nil {
 		return nil, fmt.Errorf("resolve destination %q: %w", req.Dest, err)
@@ -110,7 +164,7 @@ func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutR
 		}
 		return nil, err
 	}
-	return &CheckoutSummary{TrajectoryID: tr.TrajectoryID, Part: req.Part, Commit: commit, Dest: dest}, nil
+	return &CheckoutSummary{TrajectoryID: id, Part: req.Part, Commit: commit, Dest: dest}, nil
 }
 
 // safeToClear refuses --force on folders whose contents are never a

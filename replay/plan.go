@@ -44,12 +44,9 @@ func PartCommits(tr *trace.Trace) ([]int, map[int]string, error) {
 	commits := make(map[int]string)
 	for _, turn := range tr.Turns {
 		for _, p := range turn.Parts {
-			c := p.GitCommit
-			if c == "" && p.RepoCheckpoint != nil {
-				c = p.RepoCheckpoint.CommitAfter
-			}
-			if c == "" {
-				return nil, nil, fmt.Errorf("part %d has no git_commit", p.Part)
+			c, err := effectiveCommit(&p)
+			if err != nil {
+				return nil, nil, err
 			}
 			if _, dup := commits[p.Part]; dup {
 				return nil, nil, fmt.Errorf("part %d appears twice in the trace", p.Part)
@@ -63,6 +60,19 @@ func PartCommits(tr *trace.Trace) ([]int, map[int]string, error) {
 	}
 	sort.Ints(parts)
 	return parts, commits, nil
+}
+
+// effectiveCommit is part p's commit: git_commit, or
+// repo_checkpoint.commit_after when git_commit is empty.
+func effectiveCommit(p *trace.Part) (string, error) {
+	c := p.GitCommit
+	if c == "" && p.RepoCheckpoint != nil {
+		c = p.RepoCheckpoint.CommitAfter
+	}
+	if c == "" {
+		return "", fmt.Errorf("part %d has no git_commit", p.Part)
+	}
+	return c, nil
 }
 
 // NewPlan builds the plan for tr, resolving each distinct commit's tree once.

@@ -364,52 +364,43 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// TestReadTraceOutline: the outline keeps what checkout and verify read
-// (indices, commits, checkpoints, turns, session_end) and drops the
-// parts' payloads; the header read keeps the top-level fields only.
-func TestReadTraceOutline(t *testing.T) {
-	path := tracetest.WriteDir(t, t.TempDir(), tracetest.Spec{TrajectoryID: "traj-outline", Turns: []int{3, 4}, PartSize: 2000, End: "part_limit"})
-	whole, err := replay.ReadTraceFile(path)
+// TestCommitForPartIn: the streaming lookup checkout-part runs agrees
+// with CommitForPart on every part and on the errors (out of range, a
+// duplicated part), and the header read keeps the top-level fields only.
+func TestCommitForPartIn(t *testing.T) {
+	path := tracetest.WriteDir(t, t.TempDir(), tracetest.Spec{TrajectoryID: "traj-stream", Turns: []int{3, 4}, PartSize: 2000, End: "part_limit"})
+	tr, err := replay.ReadTraceFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outline, err := replay.ReadTraceOutline(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outline.Turns) != len(whole.Turns) || outline.SessionEnd == nil || outline.TrajectoryID != "traj-outline" {
-		t.Fatalf("outline: %d turns (want %d), session_end %v, id %q", len(outline.Turns), len(whole.Turns), outline.SessionEnd, outline.TrajectoryID)
-	}
-	payload := 0
-	for i, turn := range whole.Turns {
-		if len(outline.Turns[i].Parts) != len(turn.Parts) {
-			t.Fatalf("turn %d: %d parts, want %d", i, len(outline.Turns[i].Parts), len(turn.Parts))
+	for part := 0; part <= 8; part++ {
+		want, wantErr := replay.CommitForPart(tr, part)
+		got, err := replay.CommitForPartIn(bytes.NewReader(data), part)
+		if got != want || (err == nil) != (wantErr == nil) || errors.Is(err, replay.ErrUsage) != errors.Is(wantErr, replay.ErrUsage) {
+			t.Fatalf("part %d: %q, %v; CommitForPart: %q, %v", part, got, err, want, wantErr)
 		}
-		for j, p := range turn.Parts {
-			o := outline.Turns[i].Parts[j]
-			if o.Part != p.Part || o.GitCommit != p.GitCommit || (o.RepoCheckpoint == nil) != (p.RepoCheckpoint == nil) {
-				t.Fatalf("part %d: outline %+v", p.Part, o)
-			}
-			if cp := p.RepoCheckpoint; cp != nil && (o.RepoCheckpoint.CommitBefore != cp.CommitBefore || o.RepoCheckpoint.CommitAfter != cp.CommitAfter || o.RepoCheckpoint.Committed != cp.Committed) {
-				t.Fatalf("part %d: checkpoint %+v, want %+v", p.Part, o.RepoCheckpoint, cp)
-			}
-			payload += len(p.Content) + len(p.OtherParts)
-			if o.Content != nil || o.EnvoiCalls != nil || o.OtherParts != nil {
-				t.Fatalf("part %d kept its payload", p.Part)
-			}
+		if err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("part %d: error %q, CommitForPart's %q", part, err, wantErr)
 		}
 	}
-	if payload == 0 {
-		t.Fatal("the trace has no payload to drop: the test proves nothing")
-	}
-	if _, _, err := replay.PartCommits(outline); err != nil {
+	dup := cloneTrace(t, tr)
+	dup.Turns[1].Parts[0].Part = 2
+	doc, err := json.Marshal(dup)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := replay.CommitForPartIn(bytes.NewReader(doc), 5); err == nil || !strings.Contains(err.Error(), "part 2 appears twice") {
+		t.Fatalf("duplicated part: %v", err)
 	}
 	head, err := replay.ReadTraceHeader(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if head.TrajectoryID != "traj-outline" || head.Agent != whole.Agent || len(head.Turns) != 0 || head.SessionEnd != nil {
+	if head.TrajectoryID != "traj-stream" || head.Agent != tr.Agent || len(head.Turns) != 0 || head.SessionEnd != nil {
 		t.Fatalf("header read: %+v", head)
 	}
 }

@@ -106,18 +106,10 @@ func Scan(r io.Reader, v Visitor) error {
 
 // Read loads a whole trace. It decodes the input once, part by part.
 func Read(r io.Reader) (*Trace, error) {
-	return ReadKeeping(r, func(p *Part) Part { return *p })
-}
-
-// ReadKeeping loads a trace keeping of each part what keep returns, so a
-// reader that needs a few fields of many parts holds those and not the
-// parts' payloads (the rest is dropped as the input streams by). Turns and
-// top-level fields are kept whole.
-func ReadKeeping(r io.Reader, keep func(p *Part) Part) (*Trace, error) {
 	var tr Trace
 	var parts []Part
 	err := Scan(r, Visitor{
-		OnPart: func(_ int, p *Part) error { parts = append(parts, keep(p)); return nil },
+		OnPart: func(_ int, p *Part) error { parts = append(parts, *p); return nil },
 		OnTurn: func(_ int, t *Turn) error {
 			t.Parts = parts
 			if t.Parts == nil {

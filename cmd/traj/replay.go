@@ -79,7 +79,9 @@ type ReplayCheckoutPartCmd struct {
 }
 
 func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx, g, source.TraceOutline)
+	// The part's commit is found as the trace streams by: a long trace is
+	// never held.
+	t, err := c.open(ctx, g, source.TraceHeader)
 	if err != nil {
 		return err
 	}
@@ -89,7 +91,16 @@ func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
 			return usageExit(err)
 		}
 	}
-	sum, err := replay.CheckoutPart(ctx, t.Trace, t.History, replay.CheckoutRequest{
+	f, err := os.Open(t.TracePath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	commit, err := replay.CommitForPartIn(f, c.Part)
+	if err != nil {
+		return usageExit(err)
+	}
+	sum, err := replay.CheckoutCommit(ctx, t.ID, commit, t.History, replay.CheckoutRequest{
 		Part: c.Part, Dest: c.CheckoutDest, Force: c.Force, Protected: t.Protected,
 	})
 	if err != nil {

@@ -47,22 +47,16 @@ type TraceRead int
 const (
 	// WholeTrace reads every part whole (evaluate).
 	WholeTrace TraceRead = iota
-	// TraceOutline reads only the parts' outline (replay.ReadTraceOutline):
-	// enough for checkout-part, in memory that grows with the number of
-	// parts and not with their contents.
-	TraceOutline
 	// TraceHeader reads only the header: Trajectory.Trace holds the
 	// top-level fields and no turns, and the caller streams the trace
-	// from Trajectory.TracePath itself (verify).
+	// from Trajectory.TracePath itself (verify, checkout-part), so a long
+	// trace is never held.
 	TraceHeader
 )
 
 // readTrace reads the trace at path as r.Read says.
 func (r Request) readTrace(path string) (*trace.Trace, error) {
-	switch r.Read {
-	case TraceOutline:
-		return replay.ReadTraceOutline(path)
-	case TraceHeader:
+	if r.Read == TraceHeader {
 		return replay.ReadTraceHeader(path)
 	}
 	return replay.ReadTraceFile(path)
