@@ -118,7 +118,7 @@ type packEntrySpec struct {
 
 // handPack builds a pack (header, entries, SHA-1 trailer) as an attacker
 // would: sizes are whatever the spec says.
-func handPack(t *testing.T, entries []packEntrySpec) []byte {
+func handPack(t testing.TB, entries []packEntrySpec) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("PACK")
