@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/sandbox/xec"
 	"github.com/trajlab/traj/trace/store"
 )
 
@@ -189,7 +190,9 @@ func (r *Runner) launch(ctx context.Context, slot *Slot, attempt int) (int, erro
 	cmd := exec.Command(r.TrajBin, args...)
 	cmd.Env = append(os.Environ(), r.Env...)
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Its own group (the runner signals it whole) and death with the
+	// runner: the one rule for traj's children, sandbox/xec's.
+	cmd.SysProcAttr = xec.GroupAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return -1, err

@@ -62,7 +62,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	cmd := exec.CommandContext(tctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
-	cmd.SysProcAttr = groupAttr()
+	cmd.SysProcAttr = GroupAttr()
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
@@ -107,9 +107,9 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	return res, nil
 }
 
-// groupAttr puts a child in a new process group (its pid is the group id)
+// GroupAttr puts a child in a new process group (its pid is the group id)
 // with the parent-death signal: how every child of traj starts.
-func groupAttr() *syscall.SysProcAttr {
+func GroupAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	killWithParent(a)
 	return a

@@ -92,7 +92,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
-	cmd.SysProcAttr = groupAttr()
+	cmd.SysProcAttr = GroupAttr()
 	if err := cmd.Start(); err != nil {
 		if logf != nil {
 			logf.Close()
