@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -143,13 +142,13 @@ func processAlive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
+	cmdline, ok := xec.Cmdline(pid)
+	if !ok {
 		return true // cannot tell: assume it is
 	}
 	// A zombie (killed, not yet reaped by its parent) is not running.
 	if m, ok := xec.ReadStat(pid); ok && m.State == 'Z' {
 		return false
 	}
-	return strings.Contains(string(cmdline), "traj")
+	return strings.Contains(cmdline, "traj")
 }

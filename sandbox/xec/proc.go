@@ -38,7 +38,7 @@ func GroupMembers(pgid int) []Member {
 }
 
 // ReadStat reads process pid from /proc (false when it is gone or
-// unreadable): the one /proc reader traj has.
+// unreadable); with Cmdline, the one /proc reader traj has.
 func ReadStat(pid int) (Member, bool) { return readStat(pid) }
 
 // readStat parses /proc/PID/stat: "pid (comm) state ppid pgrp …"; comm may
@@ -72,4 +72,14 @@ func onlyZombies(pgid int) bool {
 		}
 	}
 	return true
+}
+
+// Cmdline reads process pid's command line from /proc, arguments joined
+// by NUL (false when it is gone or unreadable).
+func Cmdline(pid int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
