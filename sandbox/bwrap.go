@@ -124,15 +124,23 @@ func (b *Bwrap) DialContext(ctx context.Context, network, addr string) (net.Conn
 // StartService starts spec inside a new bwrap, behind the relay.
 func (b *Bwrap) StartService(ctx context.Context, spec ServiceSpec) (Service, error) {
 	spec = b.insideSpec(spec)
-	args := b.args(spec)
-	env := b.env(spec)
+	return b.launch(ctx, spec, b.args(spec))
+}
+
+// launch starts bwrap with args for spec: in the sandbox's cgroup, behind
+// a guard.
+func (b *Bwrap) launch(ctx context.Context, spec ServiceSpec, args []string) (Service, error) {
 	path := b.bin
 	if b.cg != nil {
 		// Join the cgroup before bwrap starts, so nothing it forks escapes.
 		path = "/bin/sh"
 		args = append([]string{"-c", joinScript(b.cg.procsFiles()), "sh", b.bin}, args...)
 	}
-	return b.start(ctx, spec.Name, xec.Spec{Path: path, Args: args, Dir: b.dir, Env: env, Grace: spec.Grace})
+	// The guard (traj's binary, outside the sandbox) ends bwrap's whole
+	// tree when bwrap or traj dies: bwrap arms --die-with-parent in the
+	// namespace's init only after its setup, and until then a dead outer
+	// bwrap leaves that init blocked for good (xec/guard.go).
+	return b.start(ctx, spec.Name, xec.Spec{Path: path, Args: args, Dir: b.dir, Env: b.env(spec), Grace: spec.Grace, Guard: b.opts.Helper})
 }
 
 // joinScript writes the shell's pid into each cgroup.procs file, then

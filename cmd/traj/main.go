@@ -18,6 +18,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/trajlab/traj/sandbox/relay"
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
 // version is set at link time (-ldflags "-X main.version=…"); otherwise the
@@ -61,6 +62,10 @@ func main() {
 	// (never typed by a person, so not a kong command).
 	if len(os.Args) > 1 && os.Args[1] == relay.Command {
 		os.Exit(relay.Main(os.Args[2:]))
+	}
+	// Outside a sandbox, traj runs as the guard of each bwrap it starts.
+	if len(os.Args) > 1 && os.Args[1] == xec.GuardCommand {
+		os.Exit(xec.GuardMain(os.Args[2:]))
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

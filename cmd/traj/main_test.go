@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/sandbox/relay"
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
 // TestMain lets this test binary stand in for traj where a command runs
@@ -15,6 +16,8 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case relay.Command:
 			os.Exit(relay.Main(os.Args[2:]))
+		case xec.GuardCommand:
+			os.Exit(xec.GuardMain(os.Args[2:]))
 		case "env":
 			os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 		}

@@ -17,8 +17,17 @@ import (
 const parentEnv = "XEC_TEST_PARENT"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(parentEnv) == "1" {
-		p, err := Start(context.Background(), Spec{Name: "child", Path: "/bin/sleep", Args: []string{"300"}})
+	if len(os.Args) > 1 && os.Args[1] == GuardCommand {
+		os.Exit(GuardMain(os.Args[2:]))
+	}
+	if mode := os.Getenv(parentEnv); mode != "" {
+		spec := Spec{Name: "child", Path: "/bin/sleep", Args: []string{"300"}}
+		if mode == "guard" {
+			// A tree Pdeathsig cannot reach: the grandchild left the
+			// group and session and outlives its parent.
+			spec = Spec{Name: "tree", Path: "/bin/sh", Args: []string{"-c", "setsid sleep 300 & exec sleep 300"}, Guard: os.Args[0]}
+		}
+		p, err := Start(context.Background(), spec)
 		if err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)

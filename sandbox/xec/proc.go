@@ -19,6 +19,16 @@ type Member struct {
 // included (State 'Z'). Processes that vanish while /proc is read are
 // skipped.
 func GroupMembers(pgid int) []Member {
+	return scan(func(m Member) bool { return m.PGID == pgid })
+}
+
+// ChildrenOf lists the processes whose parent is ppid, zombies included.
+func ChildrenOf(ppid int) []Member {
+	return scan(func(m Member) bool { return m.PPID == ppid })
+}
+
+// scan lists the processes in /proc that keep says to keep.
+func scan(keep func(Member) bool) []Member {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -30,7 +40,7 @@ func GroupMembers(pgid int) []Member {
 			continue
 		}
 		m, ok := readStat(pid)
-		if ok && m.PGID == pgid {
+		if ok && keep(m) {
 			out = append(out, m)
 		}
 	}

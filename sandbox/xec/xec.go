@@ -3,9 +3,11 @@
 // Services (OpenCode, an MCP server) are Start-ed: stdout and stderr go to
 // one log file, and Stop sends SIGTERM to the whole group, waits a grace
 // period, then sends SIGKILL, so grandchildren (a shell's sleep, an MCP
-// server OpenCode spawned) go too. Short commands (a build, a compiler, a
-// test program) are Run: output captured up to a cap, the group killed at
-// a timeout.
+// server OpenCode spawned) go too. A service with a Guard (bwrap) runs
+// behind traj's binary instead of with Pdeathsig: a subreaper that ends
+// its whole tree when traj is gone (guard.go says why Pdeathsig is not
+// enough there). Short commands (a build, a compiler, a test program) are
+// Run: output captured up to a cap, the group killed at a timeout.
 package xec
 
 import (
@@ -41,6 +43,11 @@ type Spec struct {
 	LogPath string
 	// Grace between SIGTERM and SIGKILL on Stop; DefaultGrace when zero.
 	Grace time.Duration
+	// Guard is traj's own binary: when set, the process runs behind a
+	// guard (GuardMain) that kills its whole tree, adopted orphans
+	// included, as soon as traj is gone, however traj ended. For
+	// processes whose descendants Pdeathsig cannot reach (bwrap).
+	Guard string
 }
 
 // Process is a started, supervised process group.
@@ -49,8 +56,11 @@ type Process struct {
 	cmd  *exec.Cmd
 	pgid int
 	log  *os.File
-	done chan struct{}
-	err  error // exit status, set before done closes
+	// lifeline is the write end of the guard's lifeline (nil without a
+	// guard): the guard kills its tree when the last write end closes.
+	lifeline *os.File
+	done     chan struct{}
+	err      error // exit status, set before done closes
 	// signalled is set before the first signal we send; selfExit records
 	// that the leader had exited before that.
 	signalled atomic.Bool
@@ -85,6 +95,25 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		logf, out = f, f
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.SysProcAttr = GroupAttr()
+	var lifeR, lifeW *os.File
+	if spec.Guard != "" {
+		// os.Pipe's ends are close-on-exec: only the guard gets the read
+		// end (as fd 3), and no child ever holds the write end.
+		var err error
+		if lifeR, lifeW, err = os.Pipe(); err != nil {
+			if logf != nil {
+				logf.Close()
+			}
+			return nil, fmt.Errorf("start %s: lifeline: %w", spec.Name, err)
+		}
+		cmd = exec.Command(spec.Guard, guardArgs(spec.Path, spec.Args)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// No Pdeathsig: the guard must outlive traj long enough to kill
+		// its tree (the lifeline's EOF tells it).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.ExtraFiles = []*os.File{lifeR}
+	}
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	// An *os.File (or nil) is handed to the child directly, so Wait never
@@ -92,21 +121,28 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
-	cmd.SysProcAttr = GroupAttr()
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if lifeR != nil {
+		lifeR.Close()
+	}
+	if err != nil {
 		if logf != nil {
 			logf.Close()
+		}
+		if lifeW != nil {
+			lifeW.Close()
 		}
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	p := &Process{
-		spec:  spec,
-		cmd:   cmd,
-		pgid:  cmd.Process.Pid, // Setpgid with Pgid 0: the group id is the pid
-		log:   logf,
-		done:  make(chan struct{}),
-		stopc: make(chan struct{}),
-		stopd: make(chan struct{}),
+		spec:     spec,
+		cmd:      cmd,
+		pgid:     cmd.Process.Pid, // Setpgid with Pgid 0: the group id is the pid
+		log:      logf,
+		lifeline: lifeW,
+		done:     make(chan struct{}),
+		stopc:    make(chan struct{}),
+		stopd:    make(chan struct{}),
 	}
 	go p.wait()
 	go p.supervise(ctx)
@@ -117,6 +153,9 @@ func (p *Process) wait() {
 	err := p.cmd.Wait()
 	if p.log != nil {
 		p.log.Close()
+	}
+	if p.lifeline != nil {
+		p.lifeline.Close()
 	}
 	p.err = err
 	p.selfExit = !p.signalled.Load()

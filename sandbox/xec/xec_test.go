@@ -23,11 +23,11 @@ func live(pgid int) []Member {
 
 // startTree starts a shell that spawns two sleeps (grandchildren of the
 // test) and waits until all three are visible in /proc.
-func startTree(t *testing.T, ctx context.Context, script string, grace time.Duration) *Process {
+func startTree(t *testing.T, ctx context.Context, script string, grace time.Duration, guard string) *Process {
 	t.Helper()
 	p, err := Start(ctx, Spec{
 		Name: "tree", Path: "/bin/sh", Args: []string{"-c", script},
-		LogPath: filepath.Join(t.TempDir(), "logs", "tree.log"), Grace: grace,
+		LogPath: filepath.Join(t.TempDir(), "logs", "tree.log"), Grace: grace, Guard: guard,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +65,20 @@ func TestStopKillsWholeGroup(t *testing.T) {
 		script string
 		grace  time.Duration
 		maxDur time.Duration
+		guard  bool
 	}{
-		{"sigterm", "sleep 300 & sleep 300 & wait", 5 * time.Second, 4 * time.Second},
-		{"ignores sigterm", `trap "" TERM; sleep 300 & sleep 300 & wait; wait`, 300 * time.Millisecond, 4 * time.Second},
+		{"sigterm", "sleep 300 & sleep 300 & wait", 5 * time.Second, 4 * time.Second, false},
+		{"ignores sigterm", `trap "" TERM; sleep 300 & sleep 300 & wait; wait`, 300 * time.Millisecond, 4 * time.Second, false},
+		{"guarded sigterm", "sleep 300 & sleep 300 & wait", 5 * time.Second, 4 * time.Second, true},
+		{"guarded ignores sigterm", `trap "" TERM; sleep 300 & sleep 300 & wait; wait`, 300 * time.Millisecond, 4 * time.Second, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := startTree(t, context.Background(), tt.script, tt.grace)
+			guard := ""
+			if tt.guard {
+				guard = os.Args[0]
+			}
+			p := startTree(t, context.Background(), tt.script, tt.grace, guard)
 			members := live(p.PID())
 			start := time.Now()
 			if err := p.Stop(); err != nil {
@@ -90,7 +97,7 @@ func TestStopKillsWholeGroup(t *testing.T) {
 
 func TestContextCancelStopsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := startTree(t, ctx, "sleep 300 & sleep 300 & wait", time.Second)
+	p := startTree(t, ctx, "sleep 300 & sleep 300 & wait", time.Second, "")
 	members := live(p.PID())
 	cancel()
 	select {
