@@ -39,6 +39,17 @@
 // relay also listens inside on each gateway address and forwards to traj,
 // which connects only to the listed host endpoints.
 //
+// # When traj dies
+//
+// Every service ends with traj, also on SIGKILL. The relay inside ends
+// its service when traj's lifeline socket closes (a container engine
+// keeps a container running without its client). Each bwrap runs behind
+// a guard (sandbox/xec/guard.go): bubblewrap arms --die-with-parent in
+// the namespace's init only after its setup, and a traj killed before
+// that left the init blocked for good in half of the measured kills; the
+// guard, a subreaper holding traj's lifeline pipe, kills the whole tree
+// on EOF.
+//
 // # What is never shown
 //
 // Only the workspace, the Mounts the caller lists, traj's binary
