@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -170,5 +172,77 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	check(evaluate("eval2.json"), len(pointed)-1)
 	if b2, _ := os.ReadFile(entry); bytes.Contains(b2, []byte(`"passed":false`)) && !bytes.Contains(b2, []byte(`"passed":true`)) {
 		t.Error("the corrupted entry was not rewritten")
+	}
+}
+
+// TestGroundTruthDeniesCCompiler: a task with deny_c_compiler scores the
+// agent's gcc wrapper 0 (it is not solved), the trace records the rule in
+// its environment version, and replay evaluate applies the same rule and
+// is served from the cache.
+func TestGroundTruthDeniesCCompiler(t *testing.T) {
+	bin := needOpenCode(t)
+	traj := needTraj(t)
+	if os.Getenv("TRAJ_TESTS_DIR") == "" {
+		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
+	}
+	work := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := orchestrator.Run(ctx, orchestrator.Options{
+		Task: "testdata/tasks/e2e-deny-cc", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
+		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap}, AbortGrace: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(res.Dir, "agent_trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.SessionEnd.Reason == trace.EndSolved {
+		t.Fatalf("a gcc wrapper was solved with the C compiler hidden: %+v", tr.SessionEnd)
+	}
+	if v := tr.Environment.Version; !strings.HasSuffix(v, "+deny-c-compiler") {
+		t.Errorf("environment version %q does not record the rule", v)
+	}
+	var final *trace.GroundTruth
+	for _, g := range tr.SessionEnd.GroundTruth {
+		if g.Commit == tr.SessionEnd.FinalGitCommit {
+			final = &g
+		}
+	}
+	for _, p := range partsOf(tr) {
+		for _, g := range p.GroundTruth {
+			if g.Commit == tr.SessionEnd.FinalGitCommit {
+				final = &g
+			}
+		}
+	}
+	if final == nil || final.Total == 0 || final.Passed != 0 {
+		t.Fatalf("final tree's ground truth %+v, want 0 passed of the smoke tests", final)
+	}
+	dest := filepath.Join(t.TempDir(), "eval.json")
+	out, err := exec.Command(traj, "replay", "evaluate", res.Dir, "--store", work, "--output", dest).CombinedOutput()
+	if err != nil {
+		t.Fatalf("replay evaluate: %v\n%s", err, out)
+	}
+	var got struct {
+		Stats struct {
+			UniqueTrees int `json:"unique_trees"`
+			CacheHits   int `json:"cache_hits"`
+		} `json:"stats"`
+	}
+	b, _ := os.ReadFile(dest)
+	if err := json.Unmarshal(b, &got); err != nil || got.Stats.CacheHits != got.Stats.UniqueTrees || got.Stats.UniqueTrees == 0 {
+		t.Errorf("replay evaluate %+v (%v): want every tree from the cache (same rule, same key)", got.Stats, err)
+	}
+	out, err = exec.Command(traj, "replay", "evaluate", res.Dir, "--store", work, "--output", dest, "--sandbox", "local").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "deny_c_compiler") {
+		t.Errorf("replay evaluate --sandbox local of a deny_c_compiler run: %v\n%s", err, out)
 	}
 }

@@ -147,7 +147,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		}
 		wopts.OnChunk = codec.Forward(up, p.ID, func(err error) { log.Warn("upload trace chunk", "err", err) })
 	}
-	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: env.Version()}
+	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
 	w, err := openTrace(s, trace.Header{
 		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: agentName(ag.Started), AgentModel: opts.Model,
 		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,

@@ -11,6 +11,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/groundtruth"
 	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/sandbox"
@@ -56,10 +57,14 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 			return nil, fmt.Errorf("evaluation sandbox: %w", err)
 		}
 	}
+	if s.Task.DenyCCompiler && provider != sandbox.ProviderBwrap {
+		return nil, fmt.Errorf("task %s: deny_c_compiler needs bwrap evaluation sandboxes (--sandbox bwrap; this run: %s)", s.Task.Name, provider)
+	}
 	limits := sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}
 	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
 		return &evalbox.Evaluator{Provider: provider, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir,
-			EnvVersion: env.Version(), Limits: limits, Nice: nice, CaseWorkers: caseWorkers}
+			EnvVersion: EnvironmentVersion(env, s.Task), Limits: limits, Nice: nice, CaseWorkers: caseWorkers,
+			DenyCCompiler: s.Task.DenyCCompiler}
 	}
 	cache := source.Cache(s.Store)
 	if !s.Task.GroundTruth.Off {
@@ -147,4 +152,14 @@ func (sc *scoring) close() {
 		cancel()
 		sc.bg.Close(ctx)
 	}
+}
+
+// EnvironmentVersion is the version that scores a task's trees: the
+// environment's, marked when the task hides the C compiler (the results
+// differ, so must the cache key; the trace records it for replay).
+func EnvironmentVersion(env environment.Environment, tk *task.Task) string {
+	if tk.DenyCCompiler {
+		return env.Version() + evalbox.DenyCCompilerVersion
+	}
+	return env.Version()
 }

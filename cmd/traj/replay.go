@@ -176,6 +176,9 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		opts.Cache = source.Cache(st)
 	}
 	var ev replay.Evaluator = &replay.EnvironmentEvaluator{Env: env, TreeWorkers: c.Workers, OnCase: bar.Case}
+	if e := t.Trace.Environment; c.Sandbox == sandbox.ProviderLocal && e != nil && strings.HasSuffix(e.Version, evalbox.DenyCCompilerVersion) {
+		return usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations (deny_c_compiler): that needs a bwrap sandbox, not --sandbox local"))
+	}
 	if c.Sandbox != sandbox.ProviderLocal {
 		// The trees are untrusted: each is built and tested in a sandbox.
 		provider := c.Sandbox
@@ -192,7 +195,13 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		if workers <= 0 {
 			workers = runtime.NumCPU()
 		}
-		ev = &evalbox.Evaluator{Provider: provider, TrajBin: bin, TestsDir: c.TestsDir, EnvVersion: env.Version(),
+		version := env.Version()
+		deny := t.Trace.Environment != nil && strings.HasSuffix(t.Trace.Environment.Version, evalbox.DenyCCompilerVersion)
+		if deny {
+			// The run hid the C compiler from its evaluations: so does replay.
+			version += evalbox.DenyCCompilerVersion
+		}
+		ev = &evalbox.Evaluator{Provider: provider, TrajBin: bin, TestsDir: c.TestsDir, EnvVersion: version, DenyCCompiler: deny,
 			CaseWorkers: max(1, runtime.NumCPU()/workers),
 			Limits:      sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 		g.Logger.Info("evaluating in sandboxes", "provider", provider)

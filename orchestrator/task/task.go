@@ -7,7 +7,7 @@
 //	task.json   {"name": "…", "description": "…", "environment": "c-compiler",
 //	             "test_paths": ["basics", …], "prompt": "prompt.md",
 //	             "capture": {"exclude": ["/target/"], "max_file_bytes": 10485760},
-//	             "feedback": "failures", "run_tests": true,
+//	             "feedback": "failures", "run_tests": true, "deny_c_compiler": false,
 //	             "ground_truth": {"off": false, "stop_at_first": false,
 //	                              "failing_tests": 10, "workers": 1}}
 //	prompt.md   the first prompt, a text/template: {{.Name}}, {{.TestPaths}}
@@ -26,6 +26,15 @@
 // regressed tests since the last turn, up to failing_tests failing test
 // names); "off" returns to version 1's rule (the agent's run_tests calls),
 // "stop_at_first" ends the run at the first passing checkpoint, mid-turn.
+//
+// "deny_c_compiler" enforces the C-compiler task's rule that the agent's
+// compiler must not call a C compiler: every evaluation sandbox covers
+// gcc's front ends (cc1, cc1plus), so gcc still assembles and links but a
+// gcc wrapper fails every case. It needs bwrap (it covers the host's
+// /usr); the trace records it in environment.version, so replay evaluate
+// applies it too. The built-in task leaves it off because the scripted
+// demo's agent writes a gcc wrapper; turn it on in a copy of the task
+// folder for real runs.
 //
 // "capture" decides what each checkpoint records (the agent's .gitignore
 // files play no part): "exclude" lists gitignore-syntax patterns, relative
@@ -81,6 +90,10 @@ type Task struct {
 	RunTests *bool `json:"run_tests,omitempty"`
 	// GroundTruth configures traj's own evaluation of every checkpoint.
 	GroundTruth GroundTruthSettings `json:"ground_truth"`
+	// DenyCCompiler hides gcc's C front end in every evaluation (ground
+	// truth, run_tests, replay): a compiler that calls a C compiler
+	// scores 0 (bwrap evaluation sandboxes only).
+	DenyCCompiler bool `json:"deny_c_compiler,omitempty"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
 

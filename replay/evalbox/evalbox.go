@@ -85,6 +85,27 @@ type Evaluator struct {
 	// Nice lowers the evaluation's CPU priority (0..19; children inherit
 	// it): background ground truth yields to the agent and the recorder.
 	Nice int
+	// DenyCCompiler hides gcc's C front ends (cc1, cc1plus) in the
+	// sandbox: gcc still assembles and links, but a compiler under test
+	// that hands C to a C compiler fails every case (the C-compiler
+	// task's rule). bwrap only: it shows the host's /usr, whose front
+	// ends are found and covered.
+	DenyCCompiler bool
+}
+
+// DenyCCompilerVersion marks an environment version whose evaluations
+// hide the C front ends: results differ, so the cache key must too, and
+// a trace recording it tells replay evaluate to do the same.
+const DenyCCompilerVersion = "+deny-c-compiler"
+
+// frontEnds lists gcc's C and C++ front ends on this machine.
+func frontEnds() []string {
+	var out []string
+	for _, pat := range []string{"/usr/lib/gcc/*/*/cc1", "/usr/lib/gcc/*/*/cc1plus", "/usr/libexec/gcc/*/*/cc1", "/usr/libexec/gcc/*/*/cc1plus"} {
+		m, _ := filepath.Glob(pat)
+		out = append(out, m...)
+	}
+	return out
 }
 
 // Version implements replay.Evaluator.
@@ -128,12 +149,26 @@ func (e *Evaluator) run(ctx context.Context, dir string, paths []string, detail 
 		{Host: bin, Inside: "/opt/traj/eval/traj"},
 		{Host: out, Inside: "/opt/traj/eval/out", Writable: true},
 	}
+	testsHost := ""
 	if e.TestsDir != "" {
 		abs, err := filepath.Abs(e.TestsDir)
 		if err != nil {
 			return Payload{}, fmt.Errorf("tests dir: %w", err)
 		}
+		testsHost = abs
 		mounts = append(mounts, sandbox.Mount{Host: abs, Inside: "/opt/traj/eval/tests"})
+	}
+	if e.DenyCCompiler {
+		if e.Provider != sandbox.ProviderBwrap {
+			return Payload{}, fmt.Errorf("evaluation sandbox: hiding the C compiler needs the bwrap provider (asked: %q)", e.Provider)
+		}
+		fe := frontEnds()
+		if len(fe) == 0 {
+			return Payload{}, errors.New("evaluation sandbox: hiding the C compiler: no gcc front end (cc1) found under /usr/lib/gcc")
+		}
+		for _, p := range fe {
+			mounts = append(mounts, sandbox.Mount{Host: os.DevNull, Inside: p})
+		}
 	}
 	sb, err := sandbox.New(ctx, e.Provider, sandbox.Options{
 		TrajectoryDir: filepath.Join(tmp, "sandbox"),
@@ -156,7 +191,7 @@ func (e *Evaluator) run(ctx context.Context, dir string, paths []string, detail 
 	}
 	args := []string{"env", "evaluate", "--workspace", inside(dir), "--out", inside(out)}
 	if e.TestsDir != "" {
-		args = append(args, "--tests-dir", inside(mounts[2].Host))
+		args = append(args, "--tests-dir", inside(testsHost))
 	}
 	if detail {
 		args = append(args, "--detail")

@@ -99,3 +99,56 @@ func TestUnsignedResultRefused(t *testing.T) {
 		t.Fatalf("signed result: %+v, %v", r, err)
 	}
 }
+
+// TestDenyCCompiler: with the C front ends hidden, a compiler that hands
+// C to gcc scores 0, while one that only assembles and links (here: a
+// fixed assembly program returning 0) still passes what it gets right.
+// Without the rule the gcc wrapper passes everything.
+func TestDenyCCompiler(t *testing.T) {
+	if err := sandbox.BwrapWorks(context.Background()); err != nil {
+		t.Skipf("bwrap: %v", err)
+	}
+	env, err := ccompiler.New(ccompiler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := trajBinary(t)
+	tree := func(cc string) string {
+		dir := t.TempDir()
+		build := "#!/bin/sh\nset -e\ncat > cc <<'CC'\n" + cc + "CC\nchmod +x cc\n"
+		if err := os.WriteFile(filepath.Join(dir, "build.sh"), []byte(build), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	wrapper := tree("#!/bin/sh\nexec gcc \"$@\"\n")
+	// Assembles a fixed main returning 0, whatever the C says.
+	asm := tree(`#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift;; esac; shift; done
+printf '\t.globl main\nmain:\n\txor %%eax, %%eax\n\tret\n\t.section .note.GNU-stack,"",@progbits\n' > "$out.s"
+exec gcc -x assembler "$out.s" -o "$out"
+`)
+	eval := func(deny bool, dir string) replay.SuiteResult {
+		t.Helper()
+		ev := &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, TrajBin: bin, EnvVersion: env.Version(), DenyCCompiler: deny,
+			Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
+		res, err := ev.Evaluate(context.Background(), dir, []string{"basics/smoke"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Suites["basics/smoke"]
+	}
+	if s := eval(false, wrapper); s.Total == 0 || s.Passed != s.Total {
+		t.Fatalf("gcc wrapper without the rule: %d/%d, want all", s.Passed, s.Total)
+	}
+	if s := eval(true, wrapper); s.Total == 0 || s.Passed != 0 {
+		t.Errorf("gcc wrapper with the C compiler hidden: %d/%d, want 0", s.Passed, s.Total)
+	}
+	if s := eval(true, asm); s.Passed == 0 {
+		t.Errorf("assembling and linking with the C compiler hidden: %d/%d passed, want return_zero at least", s.Passed, s.Total)
+	}
+	ev := &evalbox.Evaluator{Provider: sandbox.ProviderLocal, TrajBin: bin, DenyCCompiler: true}
+	if _, err := ev.Evaluate(context.Background(), wrapper, []string{"basics/smoke"}); err == nil {
+		t.Error("the local provider accepted hiding the C compiler")
+	}
+}
