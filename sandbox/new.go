@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -67,6 +68,12 @@ func Default(ctx context.Context) (string, error) {
 // BwrapWorks runs `true` in a bwrap with the namespaces a sandbox uses:
 // bwrap can be installed and still refused (no unprivileged user
 // namespaces, a seccomp profile of a container traj runs in).
+//
+// The probe runs without a guard, so it is built to end by itself when
+// traj dies: no --die-with-parent and no Pdeathsig, since an outer bwrap
+// killed before it releases the namespace's init leaves that init
+// blocked for good (sandbox/xec/guard.go); unkilled, the probe exits in
+// milliseconds. A timeout kills its process group, the init included.
 func BwrapWorks(ctx context.Context) error {
 	bin, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -74,7 +81,7 @@ func BwrapWorks(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := []string{"--unshare-all", "--unshare-user", "--uid", InsideUID, "--gid", InsideGID, "--die-with-parent",
+	args := []string{"--unshare-all", "--unshare-user", "--uid", InsideUID, "--gid", InsideGID,
 		"--ro-bind", "/usr", "/usr"}
 	for _, d := range []string{"/bin", "/lib", "/lib64"} {
 		if t, err := os.Readlink(d); err == nil {
@@ -84,7 +91,10 @@ func BwrapWorks(ctx context.Context) error {
 		}
 	}
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--", "/bin/sh", "-c", "exit 0")
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("bwrap does not work here: %v: %s", err, strings.TrimSpace(string(out)))
 	}
