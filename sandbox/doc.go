@@ -56,8 +56,9 @@
 // (HelperPath) and the bridge sockets are visible: never the trajectory
 // folder, the store, the evaluation cache, the checkpoint history, other
 // sandboxes or the operator's home. The caller decides Mounts; the
-// orchestrator lists the harness's binary and state folders and the test
-// environment's suites (read-only).
+// orchestrator lists the harness's binary and state folders for the
+// agent's sandbox (never the test suites: run_tests runs behind the tool
+// gateway), and the fixtures (read-only) for an evaluation sandbox.
 //
 // # Measured here (2 cores, Debian 12, root, cgroup v1 hybrid)
 //
