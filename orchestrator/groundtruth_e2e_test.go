@@ -44,17 +44,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(res.Dir, "agent_trace.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
-		t.Fatalf("trace does not validate: %v", probs)
-	}
-	tr, err := trace.Read(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readValidTrace(t, res.Dir)
 	// The task takes run_tests away: no tests MCP server, no tool gateway.
 	cfg, err := os.ReadFile(filepath.Join(work, "sandboxes", res.TrajectoryID, "opencode", "xdg", "config", "opencode", "opencode.json"))
 	if err != nil || bytes.Contains(cfg, []byte(`"mcp"`)) {
@@ -196,14 +186,7 @@ func TestGroundTruthDeniesCCompiler(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(res.Dir, "agent_trace.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Read(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readValidTrace(t, res.Dir)
 	if tr.SessionEnd.Reason == trace.EndSolved {
 		t.Fatalf("a gcc wrapper was solved with the C compiler hidden: %+v", tr.SessionEnd)
 	}
@@ -245,4 +228,19 @@ func TestGroundTruthDeniesCCompiler(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "deny_c_compiler") {
 		t.Errorf("replay evaluate --sandbox local of a deny_c_compiler run: %v\n%s", err, out)
 	}
+}
+
+// readValidTrace reads a finished trajectory's trace, which must validate.
+func readValidTrace(t *testing.T, dir string) *trace.Trace {
+	t.Helper()
+	path := filepath.Join(dir, "agent_trace.json")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if probs := trace.Validate(f); len(probs) > 0 {
+		t.Fatalf("trace does not validate: %v", probs)
+	}
+	return readTraceFile(t, path)
 }
