@@ -119,18 +119,22 @@ func (sc *scoring) fullToolResult() func(string) ([]byte, bool) {
 }
 
 // finish queues the final checkpoint, lets what is queued land (within
-// timeout), and returns the results not yet in a part: they go on
-// session_end.
+// timeout; at once when ctx was cancelled: the user stopped the run), and
+// returns the results not yet in a part: they go on session_end.
 func (sc *scoring) finish(ctx context.Context, parts int, final trace.RepoCheckpoint, timeout time.Duration) []trace.GroundTruth {
 	if sc == nil || sc.bg == nil {
 		return nil
 	}
-	if final.CommitAfter != "" {
+	wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if ctx.Err() != nil {
+		// Stopped by the user: finish now; what is not evaluated yet is
+		// left for replay evaluate (same cache).
+		cancel()
+	} else if final.CommitAfter != "" {
 		sc.bg.Submit(parts, final.CommitAfter)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	sc.bg.Close(ctx)
+	sc.bg.Close(wait)
 	if n := sc.bg.Dropped(); n > 0 {
 		sc.opts.Logger.Warn("ground truth fell behind: checkpoints left for `traj replay evaluate`", "checkpoints", n)
 	}
