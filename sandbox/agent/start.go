@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"strings"
 )
 
 // Spec is what starting a harness for one trajectory needs. An adapter's
@@ -61,8 +62,19 @@ type MCPServer struct {
 	Name    string
 	Command []string
 	// Env is KEY=VALUE pairs for the server alone (the tool stub's token),
-	// not the harness's environment.
+	// not the harness's environment; adapters write them with EnvMap.
 	Env []string
+}
+
+// EnvMap turns KEY=VALUE pairs into a map (a later pair wins), the form
+// every harness's MCP configuration takes.
+func EnvMap(pairs []string) map[string]string {
+	m := make(map[string]string, len(pairs))
+	for _, kv := range pairs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 // Started is a running harness with its root session.

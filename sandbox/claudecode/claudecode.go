@@ -140,12 +140,7 @@ func (a *Adapter) args(prompt string, resume bool) ([]string, error) {
 			cmd := cliturn.InsideArgs(a.sb, m.Command)
 			srv := map[string]any{"type": "stdio", "command": cmd[0], "args": cmd[1:]}
 			if len(m.Env) > 0 {
-				env := map[string]string{}
-				for _, kv := range m.Env {
-					k, v, _ := strings.Cut(kv, "=")
-					env[k] = v
-				}
-				srv["env"] = env
+				srv["env"] = agent.EnvMap(m.Env)
 			}
 			servers[m.Name] = srv
 		}

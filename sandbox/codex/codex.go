@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,10 +156,10 @@ func (a *Adapter) args(prompt string) []string {
 		}
 		// run_tests can take many minutes; Codex's default MCP call
 		// timeout is one minute.
+		vars := agent.EnvMap(m.Env)
 		var env []string
-		for _, kv := range m.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			env = append(env, k+"="+toml(v))
+		for _, k := range slices.Sorted(maps.Keys(vars)) {
+			env = append(env, k+"="+toml(vars[k]))
 		}
 		args = append(args, "-c", fmt.Sprintf("mcp_servers.%s={command=%s,args=[%s],env={%s},startup_timeout_sec=60,tool_timeout_sec=3600}",
 			m.Name, toml(cmd[0]), strings.Join(list, ","), strings.Join(env, ",")))

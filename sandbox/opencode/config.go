@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/trajlab/traj/sandbox/agent"
 )
 
 // DefaultMCPTimeout bounds one call of a tool of the tests MCP server.
@@ -167,7 +169,7 @@ func (c Config) JSON() ([]byte, error) {
 			"timeout": timeout.Milliseconds(),
 		}
 		if len(c.TestsMCPEnv) > 0 {
-			tests["environment"] = envMap(c.TestsMCPEnv)
+			tests["environment"] = agent.EnvMap(c.TestsMCPEnv)
 		}
 		doc["mcp"] = map[string]any{"tests": tests}
 	}
@@ -193,14 +195,4 @@ func WriteConfig(path string, c Config) error {
 // TrajMCP is the tests MCP command for a workspace: traj mcp --workspace DIR.
 func TrajMCP(trajBin, workspace string) []string {
 	return []string{trajBin, "mcp", "--workspace", workspace}
-}
-
-// envMap turns KEY=VALUE pairs into a map.
-func envMap(pairs []string) map[string]string {
-	m := make(map[string]string, len(pairs))
-	for _, kv := range pairs {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
-	return m
 }
