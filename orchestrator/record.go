@@ -110,6 +110,10 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	var partsSoFar atomic.Int64
 	partsSoFar.Store(int64(s.Recorded.Parts))
 	opts.Reporter = progress.Multi{opts.Reporter, partCounter{&partsSoFar}}
+	tools, err := sc.tools()
+	if err != nil {
+		return nil, err
+	}
 	sc.start(ctx, opts.Reporter, opts.Now)
 	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
@@ -117,7 +121,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, model.RecordName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts: func() int { return int(partsSoFar.Load()) },
-		Tools: sc.tools(), ToolRecord: filepath.Join(p.Dir, ToolRecordName)})
+		Tools: tools, ToolRecord: filepath.Join(p.Dir, ToolRecordName)})
 	if err != nil {
 		return nil, err
 	}

@@ -95,11 +95,15 @@ func (sc *scoring) start(ctx context.Context, rep progress.Sink, now func() time
 		}})
 }
 
-func (sc *scoring) tools() []tool.Tool {
+func (sc *scoring) tools() ([]tool.Tool, error) {
 	if sc.tests == nil {
-		return nil
+		return nil, nil
 	}
-	return []tool.Tool{sc.tests.Tool()}
+	t, err := sc.tests.Tool()
+	if err != nil {
+		return nil, err
+	}
+	return []tool.Tool{t}, nil
 }
 
 // loopGroundTruth is the loop's port (nil without ground truth: a nil

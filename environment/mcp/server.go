@@ -118,18 +118,23 @@ func (s *Server) Description() string {
 		strings.Join(s.env.TestPaths(), ", ") + "."
 }
 
+// Tool is the run_tests tool as MCP describes it (name, description at the
+// feedback level, input schema): served here, and by the tool gateway.
+func (s *Server) Tool() mcpgo.Tool {
+	return mcpgo.NewTool(ToolName,
+		mcpgo.WithDescription(s.Description()),
+		mcpgo.WithString("test_path", mcpgo.Required(),
+			mcpgo.Description("A test path, e.g. basics/smoke, wacct/chapter_1, c_testsuite/part_1, torture/part_1 or all.")),
+	)
+}
+
 // MCPServer builds the mcp-go server with the run_tests tool.
 func (s *Server) MCPServer() *server.MCPServer {
 	srv := server.NewMCPServer("traj-tests", s.opts.Version,
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 	)
-	tool := mcpgo.NewTool(ToolName,
-		mcpgo.WithDescription(s.Description()),
-		mcpgo.WithString("test_path", mcpgo.Required(),
-			mcpgo.Description("A test path, e.g. basics/smoke, wacct/chapter_1, c_testsuite/part_1, torture/part_1 or all.")),
-	)
-	srv.AddTool(tool, s.handle)
+	srv.AddTool(s.Tool(), s.handle)
 	return srv
 }
 

@@ -49,12 +49,14 @@ type answer struct {
 	ToolCallID string `json:"tool_call_id"`
 }
 
-// Tool is the gateway's tool.
-func (t *TestsTool) Tool() tool.Tool {
-	schema := json.RawMessage(`{"type":"object","properties":{"test_path":{"type":"string",` +
-		`"description":"A test path, e.g. basics/smoke, wacct/chapter_1, c_testsuite/part_1, torture/part_1 or all."}},` +
-		`"required":["test_path"]}`)
-	return tool.Tool{Name: mcp.ToolName, Description: t.srv.Description(), InputSchema: schema,
+// Tool is the gateway's tool: run_tests as the tests MCP server defines it.
+func (t *TestsTool) Tool() (tool.Tool, error) {
+	def := t.srv.Tool()
+	schema, err := json.Marshal(def.InputSchema)
+	if err != nil {
+		return tool.Tool{}, fmt.Errorf("encode run_tests input schema: %w", err)
+	}
+	return tool.Tool{Name: def.Name, Description: def.Description, InputSchema: schema,
 		Run: func(ctx context.Context, args json.RawMessage) tool.Result {
 			var in struct {
 				TestPath *string `json:"test_path"`
@@ -77,7 +79,7 @@ func (t *TestsTool) Tool() tool.Tool {
 				return tool.Result{Text: fmt.Sprintf("encode run_tests answer: %v", err), IsError: true}
 			}
 			return tool.Result{Text: string(text), IsError: resp.StatusCode != 200}
-		}}
+		}}, nil
 }
 
 // Full returns the full run_tests answer of a call, as JSON.
