@@ -163,13 +163,9 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 		return l.outcome("", ""), err
 	}
 	if l.cfg.StartTurn > 0 {
-		st, solved, err := l.standing(ctx)
-		if err != nil {
-			reason, _ := l.stopReason(ctx, err)
-			return l.outcome(reason, ""), nil
-		}
-		if solved {
-			return l.outcome(trace.EndSolved, l.solvedDetail()), nil
+		st, end := l.settle(ctx)
+		if end != nil {
+			return *end, nil
 		}
 		if prompt, err = l.cfg.Task.Continuation(l.turns+1, st); err != nil {
 			return l.outcome("", ""), err
@@ -212,13 +208,9 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 			reason, _ := l.stopReason(ctx, ctx.Err())
 			return l.outcome(reason, ""), nil
 		}
-		st, solved, err := l.standing(ctx)
-		if err != nil {
-			reason, _ := l.stopReason(ctx, err)
-			return l.outcome(reason, ""), nil
-		}
-		if solved {
-			return l.outcome(trace.EndSolved, l.solvedDetail()), nil
+		st, end := l.settle(ctx)
+		if end != nil {
+			return *end, nil
 		}
 		if l.cfg.AfterTurn != nil {
 			if reason, detail := l.cfg.AfterTurn(); reason != "" {
@@ -254,12 +246,25 @@ func (l *Loop) standing(ctx context.Context) (task.Standing, bool, error) {
 	return st, solved, err
 }
 
-// solvedDetail says which checkpoint ground truth found solved.
-func (l *Loop) solvedDetail() string {
-	if l.cfg.GroundTruth == nil {
-		return ""
+// settle is where the run stands between turns: the standing for the next
+// prompt, or the outcome when the run is solved (or ctx ended while
+// waiting for ground truth).
+func (l *Loop) settle(ctx context.Context) (task.Standing, *Outcome) {
+	st, solved, err := l.standing(ctx)
+	switch {
+	case err != nil:
+		reason, _ := l.stopReason(ctx, err)
+		out := l.outcome(reason, "")
+		return st, &out
+	case solved:
+		detail := ""
+		if l.cfg.GroundTruth != nil {
+			detail = fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path", l.cfg.GroundTruth.SolvedAt())
+		}
+		out := l.outcome(trace.EndSolved, detail)
+		return st, &out
 	}
-	return fmt.Sprintf("ground truth: the checkpoint of part %d passes every required test path", l.cfg.GroundTruth.SolvedAt())
+	return st, nil
 }
 
 // DefaultStallTimeout is LoopConfig.StallTimeout's default.
