@@ -246,12 +246,7 @@ func (c *ReplayVerifyCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer t.Close()
-	f, err := os.Open(t.TracePath)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	probs, parts, err := replay.VerifyTrace(ctx, f, t.History)
+	probs, parts, err := t.Verify(ctx)
 	if err != nil {
 		return err
 	}

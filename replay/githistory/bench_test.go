@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace"
@@ -210,12 +209,7 @@ func verify(ctx context.Context, tracePath, bundle string) error {
 		return err
 	}
 	defer t.Close()
-	f, err := os.Open(t.TracePath)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	probs, _, err := replay.VerifyTrace(ctx, f, t.History)
+	probs, _, err := t.Verify(ctx)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,6 +86,18 @@ type Trajectory struct {
 	// read from; nil until CacheStore opens the one cacheURL names.
 	cacheStore store.Store
 	cacheURL   string
+}
+
+// Verify checks the trajectory's trace against its history, streaming
+// the trace from TracePath (open it with TraceHeader: nothing of the parts
+// is held). It returns the problems and the number of parts read.
+func (t *Trajectory) Verify(ctx context.Context) ([]replay.Problem, int, error) {
+	f, err := os.Open(t.TracePath)
+	if err != nil {
+		return nil, 0, fmt.Errorf("verify %s: %w", t.ID, err)
+	}
+	defer f.Close()
+	return replay.VerifyTrace(ctx, f, t.History)
 }
 
 // CacheStore returns the store the evaluation cache is kept in: the store
