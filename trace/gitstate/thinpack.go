@@ -36,35 +36,20 @@ type packItem struct {
 func writeThinPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writer, items []packItem) error {
 	h := sha1.New()
 	mw := io.MultiWriter(w, h)
-	var hdr [12]byte
-	copy(hdr[:], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(items)))
-	if _, err := mw.Write(hdr[:]); err != nil {
+	if err := writePackHeader(mw, len(items)); err != nil {
 		return err
 	}
 	zw := zlib.NewWriter(nil)
 	for _, it := range items {
-		if err := ctx.Err(); err != nil {
+		// A large object is streamed whole, as in full packs: never a
+		// delta, so readers never build one this large (maxDeltaObject).
+		typ, data, streamed, err := packObject(ctx, st, mw, zw, it.hash)
+		if err != nil {
 			return err
 		}
-		obj, err := st.EncodedObject(plumbing.AnyObject, it.hash)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", it.hash, err)
-		}
-		if obj.Size() > largeObject {
-			// Streamed whole, as in full packs: never a delta, so readers
-			// never build one this large (maxDeltaObject).
-			if err := streamEntry(mw, zw, obj); err != nil {
-				return fmt.Errorf("write %s: %w", it.hash, err)
-			}
+		if streamed {
 			continue
 		}
-		data, err := objectBytes(obj)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", it.hash, err)
-		}
-		typ := obj.Type()
 		if delta := thinDelta(st, it, typ, data); delta != nil {
 			if err := writeEntryHeader(mw, plumbing.REFDeltaObject, len(delta)); err != nil {
 				return err
@@ -152,11 +137,7 @@ const maxDeltaDepth = 50
 func writeFullPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writer, items []packItem) error {
 	h := sha1.New()
 	cw := &countWriter{w: io.MultiWriter(w, h)}
-	var hdr [12]byte
-	copy(hdr[:], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(items)))
-	if _, err := cw.Write(hdr[:]); err != nil {
+	if err := writePackHeader(cw, len(items)); err != nil {
 		return err
 	}
 	// The previous version's bytes are read again when needed, not kept:
@@ -170,27 +151,16 @@ func writeFullPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writ
 	zw := zlib.NewWriter(nil)
 	for i := len(items) - 1; i >= 0; i-- {
 		it := items[i]
-		if err := ctx.Err(); err != nil {
+		offset := cw.n
+		// A large object is streamed whole, never held: a delta would
+		// need both versions in memory.
+		typ, data, streamed, err := packObject(ctx, st, cw, zw, it.hash)
+		if err != nil {
 			return err
 		}
-		obj, err := st.EncodedObject(plumbing.AnyObject, it.hash)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", it.hash, err)
-		}
-		if obj.Size() > largeObject {
-			// Streamed whole, never held: a delta would need both versions
-			// in memory.
-			if err := streamEntry(cw, zw, obj); err != nil {
-				return fmt.Errorf("write %s: %w", it.hash, err)
-			}
+		if streamed {
 			continue
 		}
-		data, err := objectBytes(obj)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", it.hash, err)
-		}
-		typ := obj.Type()
-		offset := cw.n
 		depth := 0
 		key := typ.String() + "\x00" + it.path
 		payload := data
@@ -232,6 +202,41 @@ func writeFullPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writ
 	}
 	_, err := w.Write(h.Sum(nil))
 	return err
+}
+
+// writePackHeader writes a version 2 pack header for n objects.
+func writePackHeader(w io.Writer, n int) error {
+	var hdr [12]byte
+	copy(hdr[:], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(n))
+	_, err := w.Write(hdr[:])
+	return err
+}
+
+// packObject reads object h for a pack: one above largeObject is written
+// to w as a whole entry right away (streamed, never held; streamed is
+// true), any other is returned with its content for the caller to write,
+// whole or as a delta.
+func packObject(ctx context.Context, st storer.EncodedObjectStorer, w io.Writer, zw *zlib.Writer, h plumbing.Hash) (typ plumbing.ObjectType, data []byte, streamed bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, false, err
+	}
+	obj, err := st.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("read %s: %w", h, err)
+	}
+	if obj.Size() > largeObject {
+		if err := streamEntry(w, zw, obj); err != nil {
+			return 0, nil, false, fmt.Errorf("write %s: %w", h, err)
+		}
+		return obj.Type(), nil, true, nil
+	}
+	data, err = objectBytes(obj)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("read %s: %w", h, err)
+	}
+	return obj.Type(), data, false, nil
 }
 
 // streamEntry writes obj as a whole pack entry, copying its content
