@@ -35,9 +35,10 @@ import (
 // Each scores no more than the control, and exit0 scores 0 on torture and
 // c_testsuite (the suites a program that does nothing would pass).
 //
-// A fifth agent (leak) works at feedback counts: its build.sh prints every
-// file it can find, and it calls the tool gateway itself with the stub's
-// token. No answer it gets (every tool result in the trace, every answer
+// A fifth agent (leak) works at feedback counts with an honest gcc
+// wrapper (it shows each suite is live: it passes cases the control does
+// not); its build.sh prints every file it can find, and it calls the tool
+// gateway itself with the stub's token. No answer it gets (every tool result in the trace, every answer
 // in tool_calls.jsonl) holds a line of the fixtures, and every call the
 // gateway answered is in the trace once: carried by a harness part
 // (envoi_calls' tool_call_id) or recorded as outside the harness
@@ -48,13 +49,14 @@ func TestAdversarialCompilers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (make setup)", err)
 	}
-	fixtures := os.Getenv("TRAJ_TESTS_DIR")
-	if fixtures == "" {
+	public := os.Getenv("TRAJ_TESTS_DIR")
+	if public == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("TRAJ_TESTS_DIR (the public suites) is not set")
 		}
 		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
 	}
+	fixtures := trimFixtures(t, public)
 	for _, provider := range []string{sandbox.ProviderBwrap, sandbox.ProviderContainer} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
@@ -67,13 +69,16 @@ func TestAdversarialCompilers(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
 						a := runCompilerAgent(t, traj, ocBin, fixtures, provider, name)
-						*s = a.score(t, traj, fixtures)
+						*s = a.score(t, traj, fixtures, true)
 					})
 				}
+				real := &compilerScore{}
+				scores["leak"] = real
 				t.Run("leak", func(t *testing.T) {
 					t.Parallel()
 					a := runCompilerAgent(t, traj, ocBin, fixtures, provider, "leak")
 					a.checkLeak(t, fixtures)
+					*real = a.score(t, traj, fixtures, false)
 				})
 			})
 			control := scores["control"]
@@ -88,6 +93,9 @@ func TestAdversarialCompilers(t *testing.T) {
 			t.Logf("control: ground truth %v, replay %v", control.gt, control.replay)
 			for _, name := range []string{"lookup", "forger", "exit0"} {
 				s := scores[name]
+				if s == nil {
+					continue
+				}
 				if !s.ok {
 					continue // its own subtest failed and said why
 				}
@@ -97,6 +105,16 @@ func TestAdversarialCompilers(t *testing.T) {
 				}
 				if s.replay[""] > control.replay[""] {
 					t.Errorf("%s scores %d in a fresh replay evaluate, more than the control's %d: %v", name, s.replay[""], control.replay[""], s.replay)
+				}
+			}
+			// The suites are live: the leak agent's gcc wrapper (a real
+			// compiler) passes cases of each one, which the control does not.
+			if s := scores["leak"]; s.ok {
+				t.Logf("gcc wrapper: ground truth %v", s.gt)
+				for _, suite := range []string{"basics/smoke", "wacct/chapter_1", "c_testsuite", "torture"} {
+					if s.gt[suite] <= control.gt[suite] {
+						t.Errorf("a gcc wrapper passes %d of %s, no more than the control's %d: the suite tells nothing", s.gt[suite], suite, control.gt[suite])
+					}
 				}
 			}
 			if s := scores["exit0"]; s.ok {
@@ -151,9 +169,9 @@ func compilerScript(t *testing.T, name string) string {
 			"tools": []any{writeFile("cc.sh", read("fail.sh")), writeFile("forge.sh", read("forge.sh"))}})
 		build += "setsid sh ./forge.sh </dev/null >/dev/null 2>&1 &\necho forger started\n"
 	case "leak":
-		lines = append(lines, map[string]any{"text": "A build that prints every file it finds, and a direct gateway call.",
-			"tools": []any{writeFile("cc.sh", read("fail.sh")), writeFile("direct.sh", read("direct.sh"))}})
-		build = "#!/bin/sh\nfind / \\( -path /proc -o -path /sys -o -path /dev -o -path /usr \\) -prune -o -type f \\( -name '*.expected' -o -name '*.json' -o -name '*.c' \\) -print 2>/dev/null | sort -r | while read -r f; do echo \"== $f\"; cat \"$f\"; done\nexit 1\n"
+		lines = append(lines, map[string]any{"text": "A gcc wrapper, a build that prints every file it finds, and a direct gateway call.",
+			"tools": []any{writeFile("cc.sh", "#!/bin/sh\nexec gcc -w \"$@\"\n"), writeFile("direct.sh", read("direct.sh"))}})
+		build = "#!/bin/sh\nfind / \\( -path /proc -o -path /sys -o -path /dev -o -path /usr \\) -prune -o -type f \\( -name '*.expected' -o -name '*.json' -o -name '*.c' \\) -print 2>/dev/null | sort -r | while read -r f; do echo \"== $f\"; cat \"$f\"; done\n" + build[len("#!/bin/sh\n"):]
 	}
 	lines = append(lines, map[string]any{"tools": []any{writeFile("build.sh", build)}})
 	if name == "leak" {
@@ -210,9 +228,10 @@ func runCompilerAgent(t *testing.T, traj, ocBin, fixtures, provider, name string
 	return a
 }
 
-// score reads the final tree's ground truth from the trace and evaluates
-// the trajectory again, fresh (no cache), in the same provider.
-func (a *compilerAgent) score(t *testing.T, traj, fixtures string) compilerScore {
+// score reads the final tree's ground truth from the trace and, with
+// replay, evaluates the trajectory again, fresh (no cache), in the same
+// provider.
+func (a *compilerAgent) score(t *testing.T, traj, fixtures string, replay bool) compilerScore {
 	t.Helper()
 	end := a.tr.SessionEnd
 	if end == nil || end.FinalGitCommit == "" {
@@ -242,6 +261,9 @@ func (a *compilerAgent) score(t *testing.T, traj, fixtures string) compilerScore
 	for _, c := range final.Suites {
 		s.gt[c.Path] = int(c.Passed)
 		s.gt[""] += int(c.Passed)
+	}
+	if !replay {
+		return s
 	}
 	dest := filepath.Join(t.TempDir(), "eval.json")
 	cmd := exec.Command(traj, "replay", "evaluate", a.dir, "--no-cache", "--sandbox", a.provider, "--output", dest)
@@ -413,4 +435,50 @@ func fixtureLines(t *testing.T, fixtures string) []string {
 	add(fixtures)
 	add(filepath.Join("..", "..", "environment", "ccompiler", "basics"))
 	return out
+}
+
+// trimFixtures copies a few cases of each public suite (in their own
+// layout, with every expectation file whole) so that ten trajectories
+// and their evaluations fit the test budget.
+func trimFixtures(t *testing.T, public string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "fixtures")
+	copyFile := func(rel string) {
+		b, err := os.ReadFile(filepath.Join(public, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dst, rel), string(b))
+	}
+	firstC := func(dir string, n int) []string {
+		ents, err := os.ReadDir(filepath.Join(public, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			if len(out) < n && strings.HasSuffix(e.Name(), ".c") {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("no cases under %s", filepath.Join(public, dir))
+		}
+		return out
+	}
+	for _, c := range firstC("c-testsuite/tests/single-exec", 4) {
+		copyFile(c)
+		copyFile(c + ".expected")
+	}
+	for _, c := range firstC("torture/SingleSource/Regression/C/gcc-c-torture/execute", 6) {
+		copyFile(c)
+	}
+	for _, dir := range []string{"wacct/tests/chapter_1/valid", "wacct/tests/chapter_1/invalid_lex"} {
+		for _, c := range firstC(dir, 3) {
+			copyFile(c)
+		}
+	}
+	copyFile("wacct/expected_results.json")
+	copyFile("wacct/test_properties.json")
+	return dst
 }
