@@ -57,6 +57,11 @@
   const enc = encodeURIComponent;
 
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
+  // srcName says where a score comes from: a stored evaluation, traj's
+  // ground truth during the run, or (only when neither exists) the agent's
+  // own run_tests calls.
+  const SOURCES = { evaluation: "evaluation", ground_truth: "ground truth", run_tests: "agent's run_tests" };
+  function srcName(s) { return s ? SOURCES[s] || s : "–"; }
   function money(x) { return x === null || x === undefined ? "–" : "$" + x.toFixed(x < 1 ? 4 : 2); }
   function dur(s) {
     if (s === null || s === undefined) return "–";
@@ -112,7 +117,7 @@
     add(app, title, storeLine, el("div", { class: "toolbar" }, filterBox, cmpBtn, el("span", { class: "muted", id: "count" })), table);
     const cols = [
       ["", null], ["id", "id"], ["agent", "agent"], ["model", "model"], ["task", "task"], ["parts", "parts", "num"],
-      ["end", "end_reason"], ["score", "score", "num"], ["source", "score_source"], ["cost", "cost", "num"], ["duration", "duration_s", "num"],
+      ["end", "end_reason"], ["score", "score", "num"], ["best", "best", "num"], ["solved at", "solved_at", "num"], ["source", "score_source"], ["cost", "cost", "num"], ["duration", "duration_s", "num"],
     ];
     function val(r, k) { const v = r[k]; return v === null || v === undefined ? -Infinity : v; }
     function draw() {
@@ -132,7 +137,10 @@
           el("td", {}, el("a", { href: "#/t/" + enc(r.id), class: "traj-link" }, r.id), r.error ? el("div", { class: "bad" }, r.error) : null, r.warning ? el("div", { class: "warn" }, r.warning) : null),
           el("td", {}, r.agent || "–"), el("td", {}, r.model || "–"), el("td", {}, r.task || "–"),
           el("td", { class: "num" }, num(r.parts)), el("td", {}, endBadge(r)),
-          el("td", { class: "num" }, pct(r.score)), el("td", { class: "muted" }, r.score_source || "–"),
+          el("td", { class: "num" }, pct(r.score)),
+          el("td", { class: "num" }, r.best === null || r.best === undefined ? "–" : [pct(r.best), el("span", { class: "muted" }, " @" + r.best_part)]),
+          el("td", { class: "num" }, r.solved_at ? el("a", { href: "#/t/" + enc(r.id) + "/" + r.solved_at }, "part " + r.solved_at) : "–"),
+          el("td", { class: "muted src" }, srcName(r.score_source)),
           el("td", { class: "num" }, money(r.cost)), el("td", { class: "num" }, dur(r.duration_s))));
       }
       add(table, body);
@@ -191,7 +199,7 @@
       });
       const last = s.points[s.points.length - 1];
       if (opts.xmax !== undefined && last[0] < xmax) d += " H" + X(xmax).toFixed(1);
-      root.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1 },
+      root.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1, "stroke-dasharray": s.dash || "none" },
         svg("title", {}, s.name)));
     }
     for (const m of marks || []) {
@@ -205,7 +213,7 @@
     box.appendChild(root);
     if (series.length > 1 || opts.legend) {
       add(box, el("div", { class: "legend" }, series.map((s) => {
-        const sw = el("i"); sw.style.background = s.color;
+        const sw = el("i", { class: s.dash ? "dashed" : null }); sw.style.background = s.color;
         return el("span", {}, sw, s.name);
       }), (marks || []).length ? el("span", { class: "muted" }, "▼ regression  ● first pass (click to open the part)") : null));
     }
@@ -243,7 +251,9 @@
         el("div", { class: "summary" },
           el("span", {}, "agent ", el("b", {}, m.agent || "–")), el("span", {}, "model ", el("b", {}, m.model || "–")),
           el("span", {}, "task ", el("b", {}, m.task || "–")), el("span", {}, "parts ", el("b", { id: "parts-count" }, num(m.parts))),
-          el("span", {}, "turns ", el("b", {}, num(m.turns))), el("span", {}, "score ", el("b", {}, pct(m.score)), m.score_source ? " (" + m.score_source + ")" : ""),
+          el("span", {}, "turns ", el("b", {}, num(m.turns))), el("span", { id: "score" }, "score ", el("b", {}, pct(m.score)), m.score_source ? el("span", { class: "muted", id: "score-source", "data-source": m.score_source }, " (" + srcName(m.score_source) + ")") : ""),
+          m.best !== null && m.best !== undefined ? el("span", {}, "best ", el("b", {}, pct(m.best)), " at part ", el("a", { onclick: () => jump(m.best_part) }, m.best_part)) : null,
+          m.solved_at ? el("span", {}, "solved at part ", el("a", { onclick: () => jump(m.solved_at) }, m.solved_at)) : null,
           el("span", {}, "cost ", el("b", {}, money(m.cost))), el("span", {}, "tokens ", el("b", {}, m.tokens ? num(m.tokens.input + m.tokens.output + m.tokens.reasoning + m.tokens.cache_read + m.tokens.cache_write) : "–")),
           el("span", {}, "duration ", el("b", {}, dur(m.duration_s))),
           m.sessions.length > 1 ? el("span", {}, "sessions ", el("b", {}, m.sessions.length)) : null),
@@ -259,6 +269,9 @@
       Object.keys(curve.suites).sort().forEach((name, i) => {
         series.push({ name, color: COLORS[i % COLORS.length], opacity: 0.8, points: curve.suites[name].map((p) => [xv(p), p[2]]) });
       });
+      if (curve.agent && curve.agent.length) {
+        series.push({ name: "agent's run_tests (its claim, not the score)", color: "#8a94a3", dash: "4 3", opacity: 0.9, points: curve.agent.map((p) => [xv(p), p[2]]) });
+      }
       const marks = curve.marks.map((m) => ({
         x: st.by === "part" ? m.part : (m.time - t0) / 1000, part: m.part, kind: m.kind,
         label: (m.kind === "regression" ? "part " + m.part + " broke " : "part " + m.part + " first passed ") + m.count + ": " + m.tests.join(", ") + (m.count > m.tests.length ? " …" : ""),
@@ -266,7 +279,7 @@
       }));
       const xmax = st.by === "part" ? st.total : (st.meta ? (st.meta.last_time - t0) / 1000 : undefined);
       chart(chartBox, series, marks, { height: 170, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
-      document.getElementById("curve-source").textContent = curve.source ? "from " + curve.source : "";
+      document.getElementById("curve-source").textContent = curve.source ? "from " + srcName(curve.source) : "";
     }
 
     // The timeline is virtual: only the rows in view exist, fetched a page
@@ -529,9 +542,12 @@
     async function showTests(body) {
       const d = await api("/api/t/" + enc(id) + "/tests");
       clear(body);
-      if (!d.source) { add(body, el("p", { class: "muted" }, "No test results: the trace has no run_tests results and the trajectory has no evaluation (run traj replay evaluate).")); return; }
+      if (!d.source) { add(body, el("p", { class: "muted" }, "No test results: the trace has no ground truth or run_tests results and the trajectory has no evaluation (run traj replay evaluate).")); return; }
       const link = (p) => el("a", { onclick: () => jump(p) }, p);
       const links = (ps) => ps && ps.length ? ps.map((p, i) => [i ? ", " : "", link(p)]) : "–";
+      add(body, el("h2", {}, "Score per suite ", el("span", { class: "muted", id: "tests-source", "data-source": d.source }, "(from " + srcName(d.source) + ")")),
+        el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "rate"), el("th", {}, "at part")),
+          d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part))))));
       if (d.tests.length) {
         let filter = "";
         const box = el("input", { type: "search", placeholder: "filter tests", oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
@@ -551,7 +567,7 @@
         add(body, el("h2", {}, "Tests (from the evaluation)"), el("div", { class: "toolbar" }, box, el("span", { class: "muted" }, d.tests.length + " tests")), table);
       }
       if (d.paths.length) {
-        add(body, el("h2", {}, "run_tests calls in the trace"), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "calls"), el("th", {}, "best"), el("th", {}, "first call"), el("th", {}, "last")),
+        add(body, el("h2", {}, "The agent's run_tests calls ", el("span", { class: "muted" }, d.source === "run_tests" ? "(the only results known: the agent's claim)" : "(its own claim, not the score)")), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "calls"), el("th", {}, "best"), el("th", {}, "first call"), el("th", {}, "last")),
           d.paths.map((p) => el("tr", {}, el("td", { class: "mono" }, p.path), el("td", { class: "num" }, p.calls), el("td", {}, p.best_passed + "/" + p.total + " at part ", link(p.best_part)),
             el("td", {}, link(p.first_part)), el("td", {}, p.last_passed + " at part ", link(p.last_part))))));
       }
@@ -615,8 +631,8 @@
       draw();
       const ts = data.trajectories;
       add(tables, el("h2", {}, "Summary"), el("table", { id: "compare-summary" },
-        el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "agent"), el("th", {}, "model"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration")),
-        ts.map((t, i) => { const s = t.summary; const sw = el("i"); sw.style.background = COLORS[i % COLORS.length]; return el("tr", {}, el("td", {}, el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", {}, s.agent), el("td", {}, s.model), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s))); })));
+        el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "agent"), el("th", {}, "model"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", {}, "source"), el("th", { class: "num" }, "best"), el("th", { class: "num" }, "solved at"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration")),
+        ts.map((t, i) => { const s = t.summary; const sw = el("i"); sw.style.background = COLORS[i % COLORS.length]; return el("tr", {}, el("td", {}, el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", {}, s.agent), el("td", {}, s.model), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s))); })));
       const suites = [...new Set(ts.flatMap((t) => t.curve.latest.map((s) => s.suite)))].sort();
       add(tables, el("h2", {}, "Latest pass rate per suite"), el("table", { id: "compare-suites" },
         el("tr", {}, el("th", {}, "suite"), ts.map((t) => el("th", { class: "num" }, t.summary.id))),
