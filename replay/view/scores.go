@@ -21,6 +21,8 @@ const (
 type evalData struct {
 	series report.Series
 	tests  []testRow
+	// fixed: part → tests that passed again there.
+	fixed map[int][]string
 }
 
 // testRow is one test's attribution.
@@ -33,8 +35,11 @@ type testRow struct {
 }
 
 func newEvalData(out *replay.Output) *evalData {
-	e := &evalData{series: report.EvaluationSeries(out)}
+	e := &evalData{series: report.EvaluationSeries(out), fixed: map[int][]string{}}
 	for id, a := range out.TestAttribution {
+		for _, p := range a.FixedAt {
+			e.fixed[p] = append(e.fixed[p], id)
+		}
 		e.tests = append(e.tests, testRow{Test: id, FirstPass: a.FirstPassPart, BrokenAt: a.BrokenAt, FixedAt: a.FixedAt, PassingAtEnd: a.PassingAtEnd})
 	}
 	sort.Slice(e.tests, func(i, j int) bool { return e.tests[i].Test < e.tests[j].Test })

@@ -10,7 +10,9 @@
   const PAGE = 200;      // timeline rows fetched at once
   const POLL_MS = 2000;  // how often an open page looks for new parts
   const SVGNS = "http://www.w3.org/2000/svg";
-  const COLORS = ["#2f6fd6", "#d9822b", "#1f8a4c", "#c23a3a", "#7a3fb8", "#0f8b8d", "#8c6d1f", "#d6336c", "#495057", "#5c7cfa", "#2b8a3e", "#e8590c"];
+  // Suite and trajectory colours; red and green are kept for the marks
+  // (regression, first pass), so no line is mistaken for one.
+  const COLORS = ["#2f6fd6", "#d9822b", "#7a3fb8", "#0f8b8d", "#8c6d1f", "#d6336c", "#495057", "#5c7cfa", "#e8590c", "#1098ad", "#ae3ec9", "#5f3dc4"];
 
   // el builds an element: el("td", {class: "num"}, "text", child…).
   function el(tag, attrs, ...kids) {
@@ -166,10 +168,18 @@
   }
 
   // ---------- charts ----------
-  // chart draws staircase lines of series [{name, color, points: [[x, y]]}] and
-  // marks [{x, kind, label, onclick}] into box.
+  // chart draws staircase lines of series [{name, color, points: [[x, y]]}]
+  // and marks [{x, part, kind, tests, count, label, onclick}] into box. It
+  // stays usable at 10,000 parts: drag across the plot to zoom (the button
+  // resets), marks closer than a few pixels merge into one with a count,
+  // a line shows opts.cursor (the selected part), hovering reads every
+  // shown series at that x, and a legend entry hides or shows its series.
+  // opts.xlabel(x) names an x in the readout. State (zoom, hidden series)
+  // lives on box so redraws keep it.
   function chart(box, series, marks, opts) {
     clear(box);
+    box._redraw = () => chart(box, series, marks, opts);
+    const hidden = box._hidden || (box._hidden = new Set());
     const W = Math.max(box.clientWidth || 800, 300), H = opts.height || 200;
     const L = 44, R = 10, T = 10, B = 26;
     let xmin = Infinity, xmax = -Infinity;
@@ -179,9 +189,14 @@
     if (opts.xmin !== undefined) xmin = Math.min(xmin, opts.xmin);
     if (!isFinite(xmin)) { add(box, el("div", { class: "empty" }, opts.empty || "No scores yet.")); return; }
     if (xmax === xmin) xmax = xmin + 1;
+    const full = [xmin, xmax];
+    if (box._zoom) [xmin, xmax] = box._zoom;
     const X = (x) => L + (x - xmin) / (xmax - xmin) * (W - L - R);
+    const inv = (px) => xmin + (px - L) / (W - L - R) * (xmax - xmin);
     const Y = (y) => T + (1 - y) * (H - T - B);
     const root = svg("svg", { viewBox: "0 0 " + W + " " + H, height: H, role: "img" });
+    const clipId = "clip-" + (box.id || "chart");
+    root.appendChild(svg("defs", {}, svg("clipPath", { id: clipId }, svg("rect", { x: L, y: 0, width: W - L - R, height: H }))));
     for (const y of [0, 0.25, 0.5, 0.75, 1]) {
       root.appendChild(svg("line", { x1: L, x2: W - R, y1: Y(y), y2: Y(y), class: "grid" }));
       root.appendChild(svg("text", { x: L - 6, y: Y(y) + 4, "text-anchor": "end" }, (y * 100) + "%"));
@@ -191,32 +206,87 @@
       const x = xmin + (xmax - xmin) * i / 5;
       root.appendChild(svg("text", { x: X(x), y: H - 8, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" }, opts.xfmt(x)));
     }
-    for (const s of series) {
+    const lines = svg("g", { "clip-path": "url(#" + clipId + ")" });
+    const shown = series.filter((s) => !hidden.has(s.name));
+    for (const s of shown) {
       if (!s.points.length) continue;
       let d = "";
       s.points.forEach((p, i) => {
         d += (i ? " H" + X(p[0]).toFixed(1) + " V" : "M" + X(p[0]).toFixed(1) + " ") + Y(p[1]).toFixed(1);
       });
       const last = s.points[s.points.length - 1];
-      if (opts.xmax !== undefined && last[0] < xmax) d += " H" + X(xmax).toFixed(1);
-      root.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1, "stroke-dasharray": s.dash || "none" },
+      if (opts.xmax !== undefined && last[0] < full[1]) d += " H" + X(full[1]).toFixed(1);
+      lines.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1, "stroke-dasharray": s.dash || "none", class: "line" },
         svg("title", {}, s.name)));
     }
+    root.appendChild(lines);
+    if (opts.cursor && opts.cursor >= xmin && opts.cursor <= xmax) {
+      root.appendChild(svg("line", { x1: X(opts.cursor), x2: X(opts.cursor), y1: T, y2: Y(0), class: "cursor" }));
+    }
+    // The hover and drag surface lies under the marks, so marks stay
+    // clickable.
+    const surface = svg("rect", { x: L, y: T, width: W - L - R, height: Y(0) - T, class: "surface" });
+    const hoverLine = svg("line", { x1: 0, x2: 0, y1: T, y2: Y(0), class: "hover hidden" });
+    const band = svg("rect", { x: 0, y: T, width: 0, height: Y(0) - T, class: "band hidden" });
+    root.appendChild(surface); root.appendChild(hoverLine); root.appendChild(band);
+    // Marks within BUCKET pixels of each other merge: one shape per kind
+    // and bucket, its count beside it, every part and test in its tooltip.
+    const BUCKET = 6;
+    const buckets = new Map();
     for (const m of marks || []) {
-      const x = X(m.x);
-      const shape = m.kind === "regression"
-        ? svg("path", { d: `M${x - 5} ${T} L${x + 5} ${T} L${x} ${T + 8} Z`, fill: "#c23a3a", class: "mark", "data-part": m.part, onclick: m.onclick })
-        : svg("circle", { cx: x, cy: Y(0) - 4, r: 3.5, fill: "#1f8a4c", class: "mark", "data-part": m.part, onclick: m.onclick });
-      shape.appendChild(svg("title", {}, m.label));
-      root.appendChild(shape);
+      if (m.x < xmin || m.x > xmax) continue;
+      const key = m.kind + ":" + Math.floor(X(m.x) / BUCKET);
+      const b = buckets.get(key);
+      if (!b) buckets.set(key, { kind: m.kind, x: m.x, parts: [m.part], count: m.count || 1, labels: [m.label], first: m });
+      else { b.parts.push(m.part); b.count += m.count || 1; if (b.labels.length < 12) b.labels.push(m.label); }
+    }
+    for (const b of buckets.values()) {
+      const x = X(b.x);
+      const many = b.parts.length > 1;
+      const label = (many ? b.parts.length + " parts, " + b.count + (b.kind === "regression" ? " broke" : " first passed") + ":\n" : "") + b.labels.join("\n") + (b.parts.length > b.labels.length ? "\n…" : "");
+      const g = svg("g", { class: "mark mark-" + b.kind, "data-part": b.parts[0], "data-count": b.parts.length, onclick: b.first.onclick });
+      if (b.kind === "regression") g.appendChild(svg("path", { d: `M${x - 5} ${T} L${x + 5} ${T} L${x} ${T + 8} Z` }));
+      else g.appendChild(svg("circle", { cx: x, cy: Y(0) - 4, r: 3.5 }));
+      if (many) g.appendChild(svg("text", { x: x + 6, y: b.kind === "regression" ? T + 8 : Y(0) - 8, class: "mark-count" }, String(b.parts.length)));
+      g.appendChild(svg("title", {}, label));
+      root.appendChild(g);
     }
     box.appendChild(root);
-    if (series.length > 1 || opts.legend) {
-      add(box, el("div", { class: "legend" }, series.map((s) => {
-        const sw = el("i", { class: s.dash ? "dashed" : null }); sw.style.background = s.color;
-        return el("span", {}, sw, s.name);
-      }), (marks || []).length ? el("span", { class: "muted" }, "▼ regression  ● first pass (click to open the part)") : null));
-    }
+    const readout = el("div", { class: "readout muted" }, "\u00a0");
+    const at = (pts, x) => { let v = null; for (const p of pts) { if (p[0] > x) break; v = p[1]; } return v; };
+    const pxOf = (e) => { const r = root.getBoundingClientRect(); return (e.clientX - r.left) * W / r.width; };
+    let drag = null;
+    surface.addEventListener("mousedown", (e) => { drag = pxOf(e); e.preventDefault(); });
+    root.addEventListener("mousemove", (e) => {
+      const px = Math.min(Math.max(pxOf(e), L), W - R);
+      hoverLine.setAttribute("x1", px); hoverLine.setAttribute("x2", px); hoverLine.classList.remove("hidden");
+      const x = inv(px);
+      readout.textContent = [opts.xlabel ? opts.xlabel(x) : opts.xfmt(x)].concat(shown.map((s) => {
+        const v = at(s.points, x); return s.name + " " + (v === null ? "–" : pct(v));
+      })).join(" · ");
+      if (drag !== null) {
+        band.setAttribute("x", Math.min(drag, px)); band.setAttribute("width", Math.abs(px - drag)); band.classList.remove("hidden");
+      }
+    });
+    root.addEventListener("mouseleave", () => { hoverLine.classList.add("hidden"); });
+    window.addEventListener("mouseup", function up(e) {
+      window.removeEventListener("mouseup", up);
+      if (drag === null) return;
+      const px = Math.min(Math.max(pxOf(e), L), W - R), a = drag;
+      drag = null;
+      if (Math.abs(px - a) < 5) { band.classList.add("hidden"); return; }
+      box._zoom = [inv(Math.min(a, px)), inv(Math.max(a, px))];
+      box._redraw();
+    });
+    const reset = box._zoom ? el("button", { class: "zoom-reset", onclick: () => { box._zoom = null; box._redraw(); } }, "reset zoom") : null;
+    add(box, el("div", { class: "legend" }, series.map((s) => {
+      const sw = el("i", { class: s.dash ? "dashed" : null }); sw.style.background = s.color;
+      return el("button", { class: "series" + (hidden.has(s.name) ? " off" : ""), title: "show or hide", onclick: () => {
+        if (hidden.has(s.name)) hidden.delete(s.name); else hidden.add(s.name);
+        box._redraw();
+      } }, sw, s.name);
+    }), (marks || []).length ? el("span", { class: "muted" }, el("b", { class: "key-regression" }, "▼"), " regression ", el("b", { class: "key-first" }, "●"), " first pass (click to open; a number is how many parts share the pixel)") : null,
+    reset, readout));
   }
 
   // ---------- trajectory page ----------
@@ -226,8 +296,8 @@
     const st = { id, meta: null, total: 0, pages: new Map(), loading: new Map(), sel: 0, tab: startTab || "part", by: "part", follow: false, stopped: false, version: "" };
     const head = el("div");
     const chartBox = el("div", { class: "chart", id: "curve" });
-    const byPart = el("button", { class: "on", id: "by-part", onclick: () => { st.by = "part"; byPart.className = "on"; byTime.className = ""; drawCurve(); } }, "by part");
-    const byTime = el("button", { id: "by-time", onclick: () => { st.by = "time"; byTime.className = "on"; byPart.className = ""; drawCurve(); } }, "by time");
+    const byPart = el("button", { class: "on", id: "by-part", onclick: () => { st.by = "part"; chartBox._zoom = null; byPart.className = "on"; byTime.className = ""; drawCurve(); } }, "by part");
+    const byTime = el("button", { id: "by-time", onclick: () => { st.by = "time"; chartBox._zoom = null; byTime.className = "on"; byPart.className = ""; drawCurve(); } }, "by time");
     const jumpBox = el("input", { type: "number", id: "jump", min: 1, placeholder: "part #", onkeydown: (e) => { if (e.key === "Enter") jump(parseInt(jumpBox.value, 10)); } });
     const followBox = el("input", { type: "checkbox", id: "follow", onchange: (e) => { st.follow = e.target.checked; if (st.follow) jump(st.total); } });
     const tl = el("div", { class: "timeline", id: "timeline" });
@@ -274,11 +344,18 @@
       }
       const marks = curve.marks.map((m) => ({
         x: st.by === "part" ? m.part : (m.time - t0) / 1000, part: m.part, kind: m.kind,
+        count: m.count,
         label: (m.kind === "regression" ? "part " + m.part + " broke " : "part " + m.part + " first passed ") + m.count + ": " + m.tests.join(", ") + (m.count > m.tests.length ? " …" : ""),
         onclick: () => jump(m.part),
       }));
+      const cursor = st.sel ? (st.by === "part" ? st.sel : (rowAt(st.sel) ? (rowAt(st.sel).time - t0) / 1000 : undefined)) : undefined;
+      const xlabel = (x) => {
+        if (st.by !== "part") return "after " + dur(x);
+        const n = Math.max(1, Math.round(x)), r = rowAt(n);
+        return "part " + n + (r && r.time ? " · " + clock(r.time) + (t0 ? " (+" + dur((r.time - t0) / 1000) + ")" : "") : "");
+      };
       const xmax = st.by === "part" ? st.total : (st.meta ? (st.meta.last_time - t0) / 1000 : undefined);
-      chart(chartBox, series, marks, { height: 170, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
+      chart(chartBox, series, marks, { height: 170, cursor, xlabel, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
       document.getElementById("curve-source").textContent = curve.source ? "from " + srcName(curve.source) : "";
     }
 
@@ -362,6 +439,7 @@
     }
     function select(n) {
       st.sel = n;
+      drawCurve();
       for (const r of spacer.querySelectorAll(".row.sel")) r.classList.remove("sel");
       const r = spacer.querySelector('.row[data-part="' + n + '"]');
       if (r) r.classList.add("sel");
@@ -411,6 +489,9 @@
           el("dt", {}, "commit"), el("dd", { class: "mono" }, d.git_commit || "–"),
           d.usage ? [el("dt", {}, "tokens"), el("dd", {}, "input " + num(d.usage.input) + ", output " + num(d.usage.output) + ", reasoning " + num(d.usage.reasoning) + ", cache read " + num(d.usage.cache_read) + ", cache write " + num(d.usage.cache_write))] : null,
           d.cost_usd !== undefined && d.cost_usd !== null ? [el("dt", {}, "cost"), el("dd", {}, money(d.cost_usd))] : null));
+      const fx = el("div", { class: "effect", id: "effect" });
+      add(body, fx);
+      showEffect(fx, n);
       if (d.prompt) add(body, el("h2", {}, "Prompt"), el("pre", { class: "prompt" }, d.prompt));
       for (const a of d.before) if (a.text) add(body, el("h2", {}, a.kind || "before"), el("pre", { class: "aside" }, a.text));
       if (d.text) add(body, el("h2", {}, d.kind === "reasoning" ? "Reasoning" : "Text"), el("pre", { class: "agent-text", id: "agent-text" }, d.text));
@@ -539,6 +620,26 @@
       detail.setAttribute("data-part", n); detail.setAttribute("data-tab", "code");
     }
 
+    // showEffect says what part n did to the score: before → after at its
+    // checkpoint (with the source), the tests or suites that first passed,
+    // broke or were fixed there, and the nearest score changes.
+    async function showEffect(box, n) {
+      let e;
+      try { e = await api("/api/t/" + enc(id) + "/effect/" + n); } catch (err) { add(box, el("span", { class: "bad" }, err.message)); return; }
+      if (st.sel !== n) return;
+      st.effect = e;
+      if (!e.source) { add(box, el("span", { class: "muted" }, "No score known for this trajectory.")); return; }
+      const testLinks = (names) => names.map((t, i) => [i ? ", " : "", el("a", { class: "mono", onclick: () => { st.testFilter = t; st.tab = "tests"; setHash(); showTab(); } }, t)]);
+      add(box, el("div", {}, "score ", el("span", { class: "muted" }, "(" + srcName(e.source) + ")"), " ",
+        el("b", { class: "before" }, pct(e.before)), " → ", el("b", { class: "after" }, pct(e.after)),
+        e.evaluated ? el("span", { class: "muted" }, " at this part's checkpoint") : el("span", { class: "muted" }, " (no result at this part; the score standing)")),
+      e.first_passed.length ? el("div", { class: "good first-passed" }, "first passed: ", testLinks(e.first_passed)) : null,
+      e.broken.length ? el("div", { class: "bad broken" }, "broke: ", testLinks(e.broken)) : null,
+      e.fixed.length ? el("div", { class: "fixed" }, "fixed: ", testLinks(e.fixed)) : null,
+      el("div", { class: "muted" }, e.prev_change ? el("a", { class: "prev-change", onclick: () => jump(e.prev_change) }, "◀ score changed at part " + e.prev_change) : "no earlier score change",
+        " · ", e.next_change ? el("a", { class: "next-change", onclick: () => jump(e.next_change) }, "next change at part " + e.next_change + " ▶") : "no later score change"));
+    }
+
     async function showTests(body) {
       const d = await api("/api/t/" + enc(id) + "/tests");
       clear(body);
@@ -549,8 +650,9 @@
         el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "rate"), el("th", {}, "at part")),
           d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part))))));
       if (d.tests.length) {
-        let filter = "";
-        const box = el("input", { type: "search", placeholder: "filter tests", oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
+        let filter = (st.testFilter || "").toLowerCase();
+        const box = el("input", { type: "search", placeholder: "filter tests", value: st.testFilter || null, oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
+        st.testFilter = "";
         const table = el("table", { id: "tests" });
         const LIMIT = 1500;
         const draw = () => {
