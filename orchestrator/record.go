@@ -174,6 +174,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		StallTimeout: opts.StallTimeout,
 		Now:          opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
+		GatewayCalls: newGatewayLedger(ag.ToolGateway),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -197,7 +198,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// The harness stops before the final checkpoint, so nothing changes
 	// the workspace behind it.
 	stopAgent()
-	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc}
+	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc,
+		gateway: newGatewayLedger(ag.ToolGateway)}
 	return f.finish(ctx, out, loopErr)
 }
 
@@ -274,6 +276,9 @@ type finisher struct {
 	up    *upload.Uploader
 	pub   *folder.HistoryPublisher
 	sc    *scoring
+	// gateway is the tool gateway's ledger (nil without one): the calls
+	// no part claimed go on session_end.
+	gateway engine.GatewayCalls
 }
 
 // finish ends the trajectory: final checkpoint, session_end, bundle,
@@ -323,6 +328,10 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	end := trace.SessionEnd{Reason: out.Reason, FinalGitCommit: final.CommitAfter,
 		EndedAt: trace.Timestamp(f.opts.Now()), Detail: out.Detail, GroundTruth: truth}
+	if f.gateway != nil {
+		// The harness is stopped: no part can claim a call any more.
+		end.GatewayCalls = f.gateway.Unclaimed(time.Now().Add(time.Hour))
+	}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)
