@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // The adversarial compilers: scripted agents whose compiler fakes its way
@@ -358,7 +358,7 @@ func (a *compilerAgent) checkLeak(t *testing.T, fixtures string) {
 		t.Fatalf("the script did not play out: direct call %v, %d run_tests parts", directAnswered, runTests)
 	}
 	// Every answer the gateway gave, from its own record.
-	f, err := os.Open(filepath.Join(a.dir, orchestrator.ToolRecordName))
+	f, err := os.Open(filepath.Join(a.dir, store.ToolCallsName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,10 +374,10 @@ func (a *compilerAgent) checkLeak(t *testing.T, fixtures string) {
 			} `json:"result"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("%s: %v", orchestrator.ToolRecordName, err)
+			t.Fatalf("%s: %v", store.ToolCallsName, err)
 		}
 		recorded[c.ToolCallID] = true
-		leaks(orchestrator.ToolRecordName+" answer "+c.ToolCallID, c.Result.Text)
+		leaks(store.ToolCallsName+" answer "+c.ToolCallID, c.Result.Text)
 		if inTrace[c.ToolCallID] != 1 {
 			t.Errorf("gateway call %s is in the trace %d times, want once", c.ToolCallID, inTrace[c.ToolCallID])
 		}
@@ -386,7 +386,7 @@ func (a *compilerAgent) checkLeak(t *testing.T, fixtures string) {
 		t.Fatal(err)
 	}
 	if !recorded["tc_direct_1"] || len(recorded) != 2 {
-		t.Errorf("%s lists %v, want the harness's call and tc_direct_1", orchestrator.ToolRecordName, recorded)
+		t.Errorf("%s lists %v, want the harness's call and tc_direct_1", store.ToolCallsName, recorded)
 	}
 	for id := range inTrace {
 		if !recorded[id] {
