@@ -16,7 +16,6 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
-	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -117,10 +116,10 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
 		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
-		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, model.RecordName),
+		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts: func() int { return int(partsSoFar.Load()) },
-		Tools: tools, ToolRecord: filepath.Join(p.Dir, ToolRecordName)})
+		Tools: tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +172,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		RootSessionID: ag.Root.ID, RootSession: ag.Root, Task: s.Task,
 		MaxParts: opts.MaxParts, StartCommit: head.String(), AbortGrace: opts.AbortGrace, MaxEmptyTurns: opts.MaxEmptyTurns,
 		StallTimeout: opts.StallTimeout,
-		Now:          opts.Now, Logger: log, AfterTurn: ag.AfterTurn, Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
+		Now:          opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
 		GatewayCalls: newGatewayLedger(ag.ToolGateway),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
@@ -202,6 +201,18 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc,
 		gateway: newGatewayLedger(ag.ToolGateway)}
 	return f.finish(ctx, out, loopErr)
+}
+
+// afterTurn publishes the call records at every turn end, then asks the
+// harness's own turn-end check (next) whether the run must end.
+func afterTurn(pub *folder.HistoryPublisher, next func() (string, string)) func() (string, string) {
+	return func() (string, string) {
+		pub.TurnEnded()
+		if next == nil {
+			return "", ""
+		}
+		return next()
+	}
 }
 
 // FinishingMessage is reported as soon as the run is asked to stop

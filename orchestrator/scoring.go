@@ -20,10 +20,6 @@ import (
 	"github.com/trajlab/traj/trace/gitstate"
 )
 
-// ToolRecordName is the tool gateway's record of the agent's tool calls,
-// beside the trace.
-const ToolRecordName = "tool_calls.jsonl"
-
 // scoring is how a run is scored outside the agent's reach: ground truth
 // of every checkpoint in the background (unless the task turns it off)
 // and the agent's run_tests behind the tool gateway (unless the task
