@@ -238,6 +238,24 @@ func TestBrowserGroundTruth(t *testing.T) {
 		t.Errorf("curve source %q", cs)
 	}
 	noOverflow(t, ctx, "trajectory page")
+	// "drwxr-xr-x" is only in the output of the agent's `ls -la` (part 7).
+	run(t, ctx, "search a word from a tool output",
+		chromedp.SendKeys(chromedp.CSS(`#search`), "DRWXR-XR-X\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#hits .hit[data-part="7"]`)),
+		chromedp.Click(chromedp.CSS(`#hits .hit[data-part="7"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="7"][data-tab="part"] .tool-output`)))
+	if out := text(t, ctx, `#detail .tool-output`); !strings.Contains(out, "drwxr-xr-x") {
+		t.Errorf("the hit opened a part whose output is %q", out)
+	}
+	js[bool](t, ctx, `document.activeElement.blur() || true`)
+	run(t, ctx, "j opens the next part",
+		chromedp.KeyEvent("j"),
+		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="8"]`)))
+	run(t, ctx, "n opens the next checkpoint", chromedp.KeyEvent("n"))
+	run(t, ctx, "] opens the next score change", chromedp.WaitVisible(chromedp.CSS(`#effect .after`)), chromedp.KeyEvent("]"))
+	if sel := js[int](t, ctx, `window.trajView.state.sel`); sel <= 8 {
+		t.Errorf("after n and ] the selected part is %d, want one after 8", sel)
+	}
 	run(t, ctx, "tests tab",
 		chromedp.Click(chromedp.CSS(`#tab-tests`)),
 		chromedp.WaitVisible(chromedp.CSS(`#tests-source`)))
