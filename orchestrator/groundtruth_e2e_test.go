@@ -38,7 +38,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e-groundtruth", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
-		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
 		Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
 	})
 	if err != nil {
@@ -180,7 +180,7 @@ func TestGroundTruthDeniesCCompiler(t *testing.T) {
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e-deny-cc", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
-		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
 		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap}, AbortGrace: 5 * time.Second,
 	})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
-	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/sandbox/claudecode"
 	"github.com/trajlab/traj/sandbox/codex"
@@ -38,8 +37,8 @@ type harnessCase struct {
 }
 
 var harnessCases = []harnessCase{
-	{launch.AgentClaudeCode, "testdata/e2e-claude-code.jsonl", claudecode.Binary.Locate, []int{12, 12, 1}, true, true},
-	{launch.AgentCodex, "testdata/e2e-codex.jsonl", codex.Binary.Locate, []int{9, 13, 1}, false, false},
+	{claudecode.HarnessName, "testdata/e2e-claude-code.jsonl", claudecode.Binary.Locate, []int{12, 12, 1}, true, true},
+	{codex.HarnessName, "testdata/e2e-codex.jsonl", codex.Binary.Locate, []int{9, 13, 1}, false, false},
 }
 
 func needHarness(t *testing.T, h harnessCase) string {

@@ -16,7 +16,6 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
-	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
@@ -68,7 +67,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Workspace: p.Workspace, SandboxDir: p.Sandbox, Checkpoints: filepath.Join(p.Sandbox, folder.CheckpointsName),
 		StartedAt: s.StartedAt, Status: "running", PID: os.Getpid(),
 		Script: absPath(opts.Script), BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs, TestsDir: absPath(opts.TestsDir),
-		HarnessBin: opts.harnessBin(), Sandbox: &opts.Sandbox, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
+		HarnessBin: opts.AgentBin, Sandbox: &opts.Sandbox, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
 	if strings.ContainsRune(state.HarnessBin, filepath.Separator) {
 		state.HarnessBin = absPath(state.HarnessBin)
 	}
@@ -117,7 +116,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	sc.start(ctx, opts.Reporter, opts.Now)
 	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
-		OpenCodeBin: opts.OpenCodeBin, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
+		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
 		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, model.RecordName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts: func() int { return int(partsSoFar.Load()) },
@@ -153,7 +152,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	}
 	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
 	w, err := openTrace(s, trace.Header{
-		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: agentName(ag.Started), AgentModel: opts.Model,
+		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: trace.AgentID{Name: ag.Harness, Version: ag.Version}.String(), AgentModel: opts.Model,
 		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,
 	}, wopts, opts.Now)
 	if err != nil {
@@ -369,13 +368,4 @@ func (c partCounter) Report(ev progress.Event) {
 	if ev.Type == progress.PartDone {
 		c.n.Store(int64(ev.Part))
 	}
-}
-
-// agentName is the trace's agent field: the harness and its version
-// ("claude-code@2.1.330").
-func agentName(st *agent.Started) string {
-	if st.Version == "" {
-		return st.Harness
-	}
-	return st.Harness + "@" + st.Version
 }

@@ -227,7 +227,7 @@ func TestFourAtOnce(t *testing.T) {
 			opts := orchestrator.Options{
 				Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: c.script, MaxParts: 40,
 				Timeout: 3 * time.Minute, TrajectoryID: "four-" + c.name, Store: c.storeURL, StoreImpl: c.st,
-				WorkDir: filepath.Join(root, c.name, "work"), OpenCodeBin: bin, TrajBin: traj,
+				WorkDir: filepath.Join(root, c.name, "work"), AgentBin: bin, TrajBin: traj,
 				APIKeyEnvs: []string{"TRAJ_TEST_API_KEY"}, AbortGrace: 5 * time.Second,
 				// Local: the test finds each OpenCode by its host working
 				// folder (in bwrap every one works in /workspace).

@@ -249,7 +249,7 @@ func TestRecoveryBadInput(t *testing.T) {
 
 	loc := func(k *killedRun) []string { return []string{k.ID, "--work-dir", k.Work, "--store", k.Store} }
 	resume := func(k *killedRun, extra ...string) []string {
-		return append([]string{"run", "--resume", k.ID, "--work-dir", k.Work, "--store", k.Store, "--opencode-bin", "/nonexistent/opencode"}, extra...)
+		return append([]string{"run", "--resume", k.ID, "--work-dir", k.Work, "--store", k.Store, "--agent-bin", "/nonexistent/opencode"}, extra...)
 	}
 	tests := []struct {
 		name string
@@ -314,7 +314,7 @@ func TestRecoveryBadInput(t *testing.T) {
 func TestResumeAtBudget(t *testing.T) {
 	k := newKilledRun(t, "killed-at-budget")
 	code, out, errs := runTraj(t, "run", "--resume", k.ID, "--work-dir", k.Work, "--store", k.Store, "--max-parts", "10",
-		"--opencode-bin", "/nonexistent/opencode")
+		"--agent-bin", "/nonexistent/opencode")
 	if code != 0 || !strings.Contains(out, "part_limit after 10 parts") {
 		t.Fatalf("resume at the budget: exit %d\n%s%s", code, out, errs)
 	}

@@ -46,7 +46,7 @@ func TestRunRefusesUnwritableStore(t *testing.T) {
 			}
 			work := filepath.Join(root, c.name)
 			code, stdout, stderr := runTraj(t, "run", "--task", task, "--model", "scripted/demo", "--script", script,
-				"--opencode-bin", "/bin/true", "--max-parts", "3", "--store", srv.URL(c.name), "--work-dir", work)
+				"--agent-bin", "/bin/true", "--max-parts", "3", "--store", srv.URL(c.name), "--work-dir", work)
 			if code == 0 || !strings.Contains(stderr, "refuses writes") {
 				t.Errorf("exit %d, want non-zero with the store refusing writes\nstdout: %s\nstderr: %s", code, stdout, stderr)
 			}

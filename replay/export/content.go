@@ -106,7 +106,11 @@ func newSessionMap() sessionMap {
 
 // setAgent takes the trace's "agent" field.
 func (m *sessionMap) setAgent(field string) {
-	m.name, m.version = harness.Parse(field)
+	id := trace.ParseAgent(field)
+	m.name, m.version = id.Name, id.Version
+	if m.name == "" {
+		m.name = harness.Default
+	}
 	m.reader = harness.Reader(field)
 }
 

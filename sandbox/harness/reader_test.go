@@ -16,21 +16,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden neutral records in testdata")
 
-func TestParse(t *testing.T) {
-	for _, c := range []struct{ in, name, version string }{
-		{"opencode@1.18.33", harness.OpenCode, "1.18.33"},
-		{"claude-code@2.1.330", harness.ClaudeCode, "2.1.330"},
-		{"codex@0.169.0", harness.Codex, "0.169.0"},
-		{"opencode", harness.OpenCode, ""},
-		{"", harness.OpenCode, ""}, // the original recorder drove OpenCode
-		{"aider@1", "aider", "1"},
-	} {
-		if n, v := harness.Parse(c.in); n != c.name || v != c.version {
-			t.Errorf("Parse(%q) = %q, %q; want %q, %q", c.in, n, v, c.name, c.version)
-		}
-	}
-}
-
 // neutral is a part's harness-neutral record as a golden file keeps it.
 type neutral struct {
 	Part      int             `json:"part"`
@@ -56,7 +41,7 @@ type neutral struct {
 // cmd/traj, which also fails when the writer's output drifts from it) —
 // and compares every part's neutral record with the golden file.
 func TestReadersOnRecordedTraces(t *testing.T) {
-	for _, name := range []string{harness.OpenCode, harness.ClaudeCode, harness.Codex} {
+	for _, name := range harness.Names() {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", name, "agent_trace.json"))
 			if err != nil {
@@ -66,7 +51,7 @@ func TestReadersOnRecordedTraces(t *testing.T) {
 			if err := json.Unmarshal(b, &tr); err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := harness.Parse(tr.Agent); n != name {
+			if trace.ParseAgent(tr.Agent).Name != name {
 				t.Fatalf("fixture recorded by %q", tr.Agent)
 			}
 			r := harness.Reader(tr.Agent)
