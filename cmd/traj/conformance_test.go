@@ -309,10 +309,10 @@ type atifDocument struct {
 		Version string `json:"version"`
 	} `json:"agent"`
 	Steps []struct {
-		Source      string `json:"source"`
-		Message     string `json:"message"`
-		Reasoning   string `json:"reasoning_content"`
-		ToolCalls   []struct {
+		Source    string `json:"source"`
+		Message   string `json:"message"`
+		Reasoning string `json:"reasoning_content"`
+		ToolCalls []struct {
 			ID        string          `json:"tool_call_id"`
 			Name      string          `json:"function_name"`
 			Arguments json.RawMessage `json:"arguments"`

@@ -24,6 +24,10 @@ func (unknown) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part
 	return agent.Part{ID: id, Kind: kind, Raw: raw}, false
 }
 
-func (unknown) Session(raw json.RawMessage) (agent.Session, bool) { return agent.Session{Raw: raw}, false }
+func (unknown) Session(raw json.RawMessage) (agent.Session, bool) {
+	return agent.Session{Raw: raw}, false
+}
 
-func (unknown) Message(raw json.RawMessage) (agent.Message, bool) { return agent.Message{Raw: raw}, false }
+func (unknown) Message(raw json.RawMessage) (agent.Message, bool) {
+	return agent.Message{Raw: raw}, false
+}
