@@ -107,7 +107,10 @@ func newSessionMap() sessionMap {
 // setAgent takes the trace's "agent" field.
 func (m *sessionMap) setAgent(field string) {
 	id := trace.ParseAgent(field)
-	m.name, m.version = id.Name, id.Version
+	m.name = id.Name
+	if id.Version != "" {
+		m.version = id.Version
+	}
 	if m.name == "" {
 		m.name = harness.Default
 	}
@@ -123,6 +126,9 @@ func (m *sessionMap) add(raw json.RawMessage) {
 		m.parents = make(map[string]string)
 	}
 	m.parents[s.ID] = s.ParentID
+	if m.version == "" {
+		m.version = s.Version // the original recorder wrote no version
+	}
 }
 
 func (m *sessionMap) parent(id string) string {

@@ -264,7 +264,7 @@ func (e *parquetExport) header(h *trace.Header) {
 		r.TraceSchemaVersion = str("0") // the original recorder's traces have none
 	}
 	e.sessions.setAgent(h.Agent)
-	r.Harness, r.HarnessVersion, r.Model = e.sessions.name, str(e.sessions.version), h.AgentModel
+	r.Harness, r.Model = e.sessions.name, h.AgentModel
 	r.Task, r.SessionID = str(h.Task), str(h.SessionID)
 	r.StartedAt = timestamp(h.StartedAt)
 	if env := h.Environment; env != nil {
@@ -549,6 +549,7 @@ func (e *parquetExport) finishRow() {
 	r := &e.row
 	r.Turns = int32(e.turns)
 	r.SubagentSessions = int32(e.sessions.subagents())
+	r.HarnessVersion = str(e.sessions.version)
 	if t := e.usage.Tokens(); t != nil {
 		r.TokensInput, r.TokensOutput, r.TokensReasoning = i64(t.Input), i64(t.Output), i64(t.Reasoning)
 		r.TokensCacheRead, r.TokensCacheWrite = i64(t.CacheRead), i64(t.CacheWrite)

@@ -67,6 +67,9 @@ type Session struct {
 	// Title is the harness's name for the session (a sub-agent's task
 	// description), "" when it gives none.
 	Title string
+	// Version is the harness's version when the session object names it
+	// (OpenCode's does), for traces whose agent field has none.
+	Version string
 	// Raw is the harness's object, verbatim.
 	Raw json.RawMessage
 }

@@ -188,7 +188,7 @@ func Translate(ev Event) (agent.Event, bool) {
 
 // Normalize returns the session as the agent port sees it.
 func (s Session) Normalize() agent.Session {
-	return agent.Session{ID: s.ID, ParentID: s.ParentID, Title: s.Title, Raw: raw(s.Raw, s)}
+	return agent.Session{ID: s.ID, ParentID: s.ParentID, Title: s.Title, Version: s.Version, Raw: raw(s.Raw, s)}
 }
 
 // Normalize returns the message as the agent port sees it. Final: an
