@@ -46,7 +46,7 @@ type Object struct {
 
 // Objects lists what the folder dir of trajectory id holds for the
 // store, in upload order: history bundles by part, repo.bundle, logs,
-// run.json, the trace. Hidden and temporary files (the trace's shadow,
+// run.json, the part index, the trace. Hidden and temporary files (the trace's shadow,
 // half-written files) and the pending record are not objects.
 func Objects(dir, id string) ([]Object, error) {
 	var out []Object
@@ -104,6 +104,9 @@ func Objects(dir, id string) ([]Object, error) {
 		}
 	}
 	if err := add(store.LogKey(id, RunStateName), filepath.Join(dir, RunStateName), false); err != nil {
+		return nil, err
+	}
+	if err := add(store.PartIndexKey(id), filepath.Join(dir, store.PartIndexName), false); err != nil {
 		return nil, err
 	}
 	if err := add(store.TraceKey(id), filepath.Join(dir, store.TraceName), false); err != nil {
