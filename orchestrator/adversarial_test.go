@@ -92,7 +92,7 @@ func TestAdversarialAgentCannotChangeTheRecord(t *testing.T) {
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/adversarial", Model: "scripted/demo", Script: script, MaxParts: 40,
-		Timeout: 3 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj,
+		Timeout: 3 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj,
 		// Local: the agent writes its manifests outside its workspace, for
 		// this test to read (an isolated sandbox would keep them private;
 		// cmd/traj's TestAdversarialAgent covers the sandboxes).
@@ -301,7 +301,7 @@ func TestTraceTruncatedBehindTheWriter(t *testing.T) {
 	var events bytes.Buffer
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: script, MaxParts: 40, TrajectoryID: id,
-		Timeout: 3 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj,
+		Timeout: 3 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj,
 		Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
 		// Local: the attack needs the trajectory folder in reach (bwrap hides it).
 		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderLocal},

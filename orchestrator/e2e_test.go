@@ -117,7 +117,7 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e.jsonl", MaxParts: maxParts,
-		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj,
+		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj,
 		APIKeyEnvs: []string{"TRAJ_E2E_API_KEY"},
 		Reporter:   progress.Multi{progress.NewJSON(events), rep}, AbortGrace: 5 * time.Second,
 	})
@@ -347,7 +347,7 @@ func TestEndToEndInterrupted(t *testing.T) {
 	traj := needTraj(t)
 	work := t.TempDir()
 	cmd := exec.Command(traj, "run", "--task", "testdata/tasks/e2e", "--model", "scripted/demo",
-		"--script", "testdata/e2e.jsonl", "--max-parts", "50", "--store", work, "--opencode-bin", bin,
+		"--script", "testdata/e2e.jsonl", "--max-parts", "50", "--store", work, "--agent-bin", bin,
 		"--trajectory-id", "interrupted", "--json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/trajlab/traj/trace/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e-groundtruth", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
-		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
 		Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
 	})
 	if err != nil {
@@ -50,7 +51,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	if err != nil || bytes.Contains(cfg, []byte(`"mcp"`)) {
 		t.Errorf("OpenCode config (%v) offers an MCP server although the task has run_tests false:\n%s", err, cfg)
 	}
-	if _, err := os.Stat(filepath.Join(res.Dir, orchestrator.ToolRecordName)); err == nil {
+	if _, err := os.Stat(filepath.Join(res.Dir, store.ToolCallsName)); err == nil {
 		t.Error("a tool-call record exists although the task has run_tests false")
 	}
 	end := tr.SessionEnd
@@ -180,7 +181,7 @@ func TestGroundTruthDeniesCCompiler(t *testing.T) {
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e-deny-cc", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
-		Timeout: 2 * time.Minute, Store: work, OpenCodeBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
 		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap}, AbortGrace: 5 * time.Second,
 	})
 	if err != nil {

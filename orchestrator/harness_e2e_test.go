@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/trajlab/traj/trace/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
-	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/sandbox/claudecode"
 	"github.com/trajlab/traj/sandbox/codex"
@@ -38,8 +38,8 @@ type harnessCase struct {
 }
 
 var harnessCases = []harnessCase{
-	{launch.AgentClaudeCode, "testdata/e2e-claude-code.jsonl", claudecode.Binary.Locate, []int{12, 12, 1}, true, true},
-	{launch.AgentCodex, "testdata/e2e-codex.jsonl", codex.Binary.Locate, []int{9, 13, 1}, false, false},
+	{claudecode.HarnessName, "testdata/e2e-claude-code.jsonl", claudecode.Binary.Locate, []int{12, 12, 1}, true, true},
+	{codex.HarnessName, "testdata/e2e-codex.jsonl", codex.Binary.Locate, []int{9, 13, 1}, false, false},
 }
 
 func needHarness(t *testing.T, h harnessCase) string {
@@ -101,7 +101,7 @@ func TestHarnessesEndToEnd(t *testing.T) {
 			checkHarnessTrace(t, h, tr, total)
 
 			// The model-call record accounts for every token and the cost.
-			tot, err := model.ReadRecord(filepath.Join(res.Dir, model.RecordName), nil)
+			tot, err := model.ReadRecord(filepath.Join(res.Dir, store.ModelCallsName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +330,7 @@ func TestHarnessesKillResume(t *testing.T) {
 				t.Errorf("resumed run: %d parts, end %+v; want exactly 20 and part_limit", n, tr.SessionEnd)
 			}
 			// The record holds every call of both runs: at least the trace's tokens.
-			tot, err := model.ReadRecord(filepath.Join(dir, model.RecordName), nil)
+			tot, err := model.ReadRecord(filepath.Join(dir, store.ModelCallsName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -383,7 +383,7 @@ func TestHarnessTokenBudget(t *testing.T) {
 	}
 	var answered, refused int
 	var total int64
-	if _, err := model.ReadRecord(filepath.Join(res.Dir, model.RecordName), func(c model.Call) error {
+	if _, err := model.ReadRecord(filepath.Join(res.Dir, store.ModelCallsName), func(c model.Call) error {
 		switch {
 		case c.Status == 200:
 			if total >= budget {

@@ -16,8 +16,6 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
-	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -68,7 +66,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Workspace: p.Workspace, SandboxDir: p.Sandbox, Checkpoints: filepath.Join(p.Sandbox, folder.CheckpointsName),
 		StartedAt: s.StartedAt, Status: "running", PID: os.Getpid(),
 		Script: absPath(opts.Script), BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs, TestsDir: absPath(opts.TestsDir),
-		HarnessBin: opts.harnessBin(), Sandbox: &opts.Sandbox, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
+		HarnessBin: opts.AgentBin, Sandbox: &opts.Sandbox, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
 	if strings.ContainsRune(state.HarnessBin, filepath.Separator) {
 		state.HarnessBin = absPath(state.HarnessBin)
 	}
@@ -117,11 +115,11 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	sc.start(ctx, opts.Reporter, opts.Now)
 	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
-		OpenCodeBin: opts.OpenCodeBin, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
-		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, model.RecordName),
+		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
+		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts: func() int { return int(partsSoFar.Load()) },
-		Tools: tools, ToolRecord: filepath.Join(p.Dir, ToolRecordName)})
+		Tools: tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)})
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +151,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	}
 	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
 	w, err := openTrace(s, trace.Header{
-		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: agentName(ag.Started), AgentModel: opts.Model,
+		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: trace.AgentID{Name: ag.Harness, Version: ag.Version}.String(), AgentModel: opts.Model,
 		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,
 	}, wopts, opts.Now)
 	if err != nil {
@@ -174,8 +172,9 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		RootSessionID: ag.Root.ID, RootSession: ag.Root, Task: s.Task,
 		MaxParts: opts.MaxParts, StartCommit: head.String(), AbortGrace: opts.AbortGrace, MaxEmptyTurns: opts.MaxEmptyTurns,
 		StallTimeout: opts.StallTimeout,
-		Now:          opts.Now, Logger: log, AfterTurn: ag.AfterTurn, Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
+		Now:          opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
+		GatewayCalls: newGatewayLedger(ag.ToolGateway),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -199,8 +198,21 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// The harness stops before the final checkpoint, so nothing changes
 	// the workspace behind it.
 	stopAgent()
-	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc}
+	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc,
+		gateway: newGatewayLedger(ag.ToolGateway)}
 	return f.finish(ctx, out, loopErr)
+}
+
+// afterTurn publishes the call records at every turn end, then asks the
+// harness's own turn-end check (next) whether the run must end.
+func afterTurn(pub *folder.HistoryPublisher, next func() (string, string)) func() (string, string) {
+	return func() (string, string) {
+		pub.TurnEnded()
+		if next == nil {
+			return "", ""
+		}
+		return next()
+	}
 }
 
 // FinishingMessage is reported as soon as the run is asked to stop
@@ -264,6 +276,9 @@ type finisher struct {
 	up    *upload.Uploader
 	pub   *folder.HistoryPublisher
 	sc    *scoring
+	// gateway is the tool gateway's ledger (nil without one): the calls
+	// no part claimed go on session_end.
+	gateway engine.GatewayCalls
 }
 
 // finish ends the trajectory: final checkpoint, session_end, bundle,
@@ -313,6 +328,10 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	end := trace.SessionEnd{Reason: out.Reason, FinalGitCommit: final.CommitAfter,
 		EndedAt: trace.Timestamp(f.opts.Now()), Detail: out.Detail, GroundTruth: truth}
+	if f.gateway != nil {
+		// The harness is stopped: no part can claim a call any more.
+		end.GatewayCalls = f.gateway.Unclaimed(time.Now().Add(time.Hour))
+	}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)
@@ -369,13 +388,4 @@ func (c partCounter) Report(ev progress.Event) {
 	if ev.Type == progress.PartDone {
 		c.n.Store(int64(ev.Part))
 	}
-}
-
-// agentName is the trace's agent field: the harness and its version
-// ("claude-code@2.1.330").
-func agentName(st *agent.Started) string {
-	if st.Version == "" {
-		return st.Harness
-	}
-	return st.Harness + "@" + st.Version
 }

@@ -100,7 +100,7 @@ func folderObjects(t *testing.T, id, dir string) map[string][]byte {
 	}
 	add(store.TraceKey(id), filepath.Join(dir, store.TraceName))
 	add(store.BundleKey(id), filepath.Join(dir, store.BundleName))
-	add(store.LogKey(id, folder.RunStateName), filepath.Join(dir, folder.RunStateName))
+	add(store.LogKey(id, store.RunStateName), filepath.Join(dir, store.RunStateName))
 	for _, sub := range []string{"history", "logs"} {
 		ents, _ := os.ReadDir(filepath.Join(dir, sub))
 		for _, e := range ents {
@@ -227,7 +227,7 @@ func TestFourAtOnce(t *testing.T) {
 			opts := orchestrator.Options{
 				Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: c.script, MaxParts: 40,
 				Timeout: 3 * time.Minute, TrajectoryID: "four-" + c.name, Store: c.storeURL, StoreImpl: c.st,
-				WorkDir: filepath.Join(root, c.name, "work"), OpenCodeBin: bin, TrajBin: traj,
+				WorkDir: filepath.Join(root, c.name, "work"), AgentBin: bin, TrajBin: traj,
 				APIKeyEnvs: []string{"TRAJ_TEST_API_KEY"}, AbortGrace: 5 * time.Second,
 				// Local: the test finds each OpenCode by its host working
 				// folder (in bwrap every one works in /workspace).

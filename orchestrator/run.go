@@ -18,6 +18,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
@@ -53,11 +54,9 @@ type Options struct {
 	// so their values never reach the trajectory folder.
 	BaseURL    string
 	APIKeyEnvs []string
-	// OpenCodeBin is the opencode executable.
-	OpenCodeBin string
-	// Agent is the harness: opencode (default), claude-code or codex.
-	// AgentBin is its executable when it is not OpenCode (default: found
-	// as `make setup` installs it).
+	// Agent is the harness (see sandbox/harness; "" is harness.Default).
+	// AgentBin is its executable (default: the harness's own rule, e.g.
+	// $TRAJ_OPENCODE_BIN, then where `make setup` installs it).
 	Agent    string
 	AgentBin string
 	// MaxTokens and MaxCost are the model gateway's budgets over all
@@ -135,12 +134,11 @@ func (o *Options) Validate() error {
 	if prov, model, ok := strings.Cut(o.Model, "/"); !ok || prov == "" || model == "" {
 		return fmt.Errorf("model %q: want PROVIDER/MODEL (for example scripted/demo or anthropic/claude-sonnet-4-5)", o.Model)
 	}
-	if o.Agent == "" {
-		o.Agent = launch.AgentOpenCode
-	}
-	if err := launch.CheckAgent(o.Agent); err != nil {
+	h, err := harness.Lookup(o.Agent)
+	if err != nil {
 		return err
 	}
+	o.Agent = h.Name
 	if o.MaxTokens < 0 || o.MaxCost < 0 {
 		return errors.New("--max-tokens and --max-cost must not be negative")
 	}
@@ -206,16 +204,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // Preflight checks, before anything is written, what would otherwise fail
 // only after the trajectory folder exists (see launch.Preflight).
 func Preflight(ctx context.Context, opts Options, tk *task.Task) error {
-	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.harnessBin(), Agent: opts.Agent,
+	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Agent: opts.Agent,
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Sandbox: opts.Sandbox})
-}
-
-// harnessBin is the executable given for the run's harness ("": find it).
-func (o Options) harnessBin() string {
-	if o.Agent == "" || o.Agent == launch.AgentOpenCode {
-		return o.OpenCodeBin
-	}
-	return o.AgentBin
 }
 
 // openStore opens the run's store (opts.StoreImpl, else opts.Store).
@@ -271,7 +261,7 @@ func probeStore(ctx context.Context, st store.Store, id string, opts Options) er
 		return fmt.Errorf("store %s refuses writes (check its credentials and bucket): %w", st.URI(""), err)
 	}
 	opts.Reporter.Report(progress.Event{Type: progress.Warning, Time: opts.Now(),
-		Message: fmt.Sprintf("store %s cannot be reached now (%v); recording locally, uploads are retried and what is left is listed for `traj sync %s`", st.URI(""), err, id)})
+		Message: fmt.Sprintf("store %s cannot be reached now (%v); recording locally, uploads are retried and what is left is listed for `traj sync %s`", st.URI(""), err, trace.ShellWord(id))})
 	return nil
 }
 

@@ -44,7 +44,7 @@ func BenchmarkSandboxRun(b *testing.B) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				_, err := orchestrator.Run(ctx, orchestrator.Options{
 					Task: "c-compiler", Model: "scripted/demo", Script: filepath.Join("..", "sandbox", "scripted", "demo", "c-compiler.jsonl"),
-					MaxParts: 30, Store: b.TempDir(), OpenCodeBin: bin, TrajBin: traj, TestsDir: testsDir(b),
+					MaxParts: 30, Store: b.TempDir(), AgentBin: bin, TrajBin: traj, TestsDir: testsDir(b),
 					Sandbox: launch.SandboxOptions{Provider: p}, Reporter: rep,
 				})
 				cancel()

@@ -13,10 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/relay"
 	"github.com/trajlab/traj/sandbox/xec"
 )
@@ -129,7 +131,7 @@ func newParser(ctx context.Context, cli *CLI, stdout, stderr io.Writer) (*kong.K
 		kong.Name("traj"),
 		kong.Description("Run, record and replay long-horizon coding-agent trajectories."),
 		kong.UsageOnError(),
-		kong.Vars{"version": versionString()},
+		kong.Vars{"version": versionString(), "harnesses": strings.Join(harness.Names(), ", "), "default_harness": harness.Default},
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.BindTo(ctx, (*context.Context)(nil)),

@@ -99,7 +99,7 @@ func TestRecoveryTakesFolderREF(t *testing.T) {
 	// run --resume takes the folder too (here at its budget, so no agent
 	// is started).
 	r := newKilledRun(t, "killed-ref-resume")
-	code, out, errs = runTraj(t, "run", "--resume", r.Dir, "--store", r.Store, "--max-parts", "10", "--opencode-bin", "/nonexistent/opencode")
+	code, out, errs = runTraj(t, "run", "--resume", r.Dir, "--store", r.Store, "--max-parts", "10", "--agent-bin", "/nonexistent/opencode")
 	if code != 0 || !strings.Contains(out, "part_limit after 10 parts") {
 		t.Fatalf("run --resume FOLDER: exit %d\n%s%s", code, out, errs)
 	}

@@ -40,15 +40,14 @@ type RunCmd struct {
 	TrajectoryID string        `name:"trajectory-id" help:"Trajectory id (default: <task>-<time>-<random>)."`
 	Store        string        `help:"Artifact store: a folder, file:///abs/path or s3://bucket/prefix (default ./runs)." env:"TRAJ_STORE"`
 	WorkDir      string        `name:"work-dir" help:"Local folder for trajectory folders and sandboxes (default: the store folder if local, else ./runs)." env:"TRAJ_WORK_DIR" type:"path"`
-	Agent        string        `help:"Harness: opencode, claude-code or codex (default opencode; with --resume: the recorded one)." enum:",opencode,claude-code,codex" default:""`
-	AgentBin     string        `name:"agent-bin" help:"The claude or codex executable (default: as make setup installs it, $TRAJ_CLAUDE_BIN, $TRAJ_CODEX_BIN)."`
+	Agent        string        `help:"Harness: ${harnesses} (default ${default_harness}; with --resume: the recorded one)."`
+	AgentBin     string        `name:"agent-bin" help:"The harness's executable (default: $TRAJ_OPENCODE_BIN, $TRAJ_CLAUDE_BIN or $TRAJ_CODEX_BIN for that harness, else as make setup installs it)."`
 	Script       string        `help:"Serve this scripted model (JSON Lines) in-process; use with --model scripted/<name>." type:"existingfile"`
 	BaseURL      string        `name:"base-url" help:"The provider's API base URL, e.g. http://127.0.0.1:8000/v1 (default: the public API of anthropic/… and openai/… models). The harness reaches it through traj's model gateway."`
 	APIKeyEnv    []string      `name:"api-key-env" help:"Environment variable holding the provider's API key. Only traj's model gateway reads it; the harness gets a per-trajectory token."`
 	MaxTokens    int64         `name:"max-tokens" help:"Token budget over all model calls (input, output, reasoning, cache); the run ends with token_limit."`
 	MaxCost      float64       `name:"max-cost" help:"Cost budget in dollars over all model calls (needs --price); the run ends with cost_limit."`
 	Price        string        `help:"Prices in dollars per million tokens: INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]] (cost in the trace and for --max-cost)." placeholder:"IN,OUT"`
-	OpenCodeBin  string        `name:"opencode-bin" help:"The opencode executable." env:"TRAJ_OPENCODE_BIN"`
 	TestsDir     string        `name:"tests-dir" help:"Fixtures root holding c-testsuite/, wacct/ and torture/." env:"TRAJ_TESTS_DIR" type:"path"`
 	Sandbox      string        `help:"Where the agent runs: bwrap, container (podman or docker, image from make image) or local (NO isolation). Default: bwrap where it works, else container; with --resume: the recorded one." enum:"bwrap,container,local," default:""`
 	CPUs         float64       `name:"cpus" help:"CPU time the sandbox may use, in CPUs (default: no limit)."`
@@ -98,7 +97,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	opts := orchestrator.Options{
 		Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout, StallTimeout: c.StallTimeout,
 		TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
-		BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, OpenCodeBin: c.OpenCodeBin, TestsDir: c.TestsDir,
+		BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, TestsDir: c.TestsDir,
 		Sandbox: launch.SandboxOptions{Provider: c.Sandbox, Network: sandbox.Network(c.Network), Env: c.PassEnv,
 			Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}},
 		Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price,
@@ -164,12 +163,12 @@ func runExit(res *orchestrator.Result, ref string) error {
 // locateArgs names trajectory id for a later command as this run was
 // given it: the id, plus --store and --work-dir when they were flags.
 func (c *RunCmd) locateArgs(id string) string {
-	args := id
+	args := trace.ShellWord(id)
 	if c.Store != "" && c.Store != os.Getenv("TRAJ_STORE") {
-		args += " --store " + shellQuote(c.Store)
+		args += " --store " + trace.ShellWord(c.Store)
 	}
 	if c.WorkDir != "" && c.WorkDir != os.Getenv("TRAJ_WORK_DIR") {
-		args += " --work-dir " + shellQuote(c.WorkDir)
+		args += " --work-dir " + trace.ShellWord(c.WorkDir)
 	}
 	return args
 }
@@ -188,17 +187,6 @@ func printNext(w io.Writer, res *orchestrator.Result, ref string) {
 	if len(res.NotUploaded) > 0 {
 		fmt.Fprintf(w, "  upload later:  traj sync %s\n", ref)
 	}
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '=' || r == '?' || r == '&' ||
-			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // parseSize reads a memory size: a number of bytes with an optional k, m,

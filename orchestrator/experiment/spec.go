@@ -19,6 +19,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 )
@@ -130,7 +131,7 @@ func (c Cell) Group() string { return c.Harness + " × " + c.Model + " × " + c.
 var DefaultRelaunchOn = []string{trace.EndAgentError, trace.EndEnvoiError, trace.EndTimeout}
 
 // DefaultHarness is the harness when the matrix names none.
-const DefaultHarness = "opencode"
+const DefaultHarness = harness.Default
 
 // SpecError is a problem in a spec file at a line.
 type SpecError struct {
@@ -239,6 +240,11 @@ func (s *Spec) check() SpecErrors {
 	m := &s.Matrix
 	if len(m.Harnesses) == 0 {
 		m.Harnesses = []string{DefaultHarness}
+	}
+	for i, h := range m.Harnesses {
+		if _, err := harness.Lookup(h); err != nil && h != "" {
+			add(fmt.Sprintf("$.matrix.harnesses[%d]", i), "matrix.harnesses: %v", err)
+		}
 	}
 	if len(m.Models) == 0 {
 		add("$.matrix", "matrix.models is required (PROVIDER/MODEL, e.g. scripted/demo)")

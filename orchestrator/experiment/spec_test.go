@@ -83,6 +83,7 @@ func TestSpecErrors(t *testing.T) {
 		{"wrong type", "name: x\nmatrix:\n  models: [a/b]\n  repeats: many\nbudget: {max_parts: 3}\n", []string{"s.yaml:4:"}},
 		{"no name", "matrix:\n  models: [a/b]\nbudget: {max_parts: 3}\n", []string{"s.yaml: name is required"}},
 		{"bad model", "name: x\nmatrix:\n  models:\n    - a/b\n    - nomodel\nbudget: {max_parts: 3}\n", []string{"s.yaml:5: model \"nomodel\""}},
+		{"unknown harness", "name: x\nmatrix:\n  harnesses: [opencode, aider]\n  models: [a/b]\nbudget: {max_parts: 3}\n", []string{"s.yaml:3:", `harness "aider": want one of opencode, claude-code, codex`}},
 		{"duplicate", "name: x\nmatrix:\n  models: [a/b, a/b]\nbudget: {max_parts: 3}\n", []string{"s.yaml:3:", "listed twice"}},
 		{"budget", "name: x\nmatrix:\n  models: [a/b]\nbudget:\n  max_parts: 3\n  timeout: soon\n", []string{"s.yaml:6: budget.timeout"}},
 		{"stall timeout", "name: x\nmatrix:\n  models: [a/b]\nbudget:\n  max_parts: 3\n  stall_timeout: -1m\n", []string{"s.yaml:6: budget.stall_timeout"}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/scripted"
 )
 
@@ -19,7 +20,7 @@ import (
 type Check struct {
 	Task     *task.Task
 	TestsDir string
-	// Agent is the harness (opencode when empty); HarnessBin its
+	// Agent is the harness (harness.Default when empty); HarnessBin its
 	// executable ("": found as `make setup` installs it).
 	Agent      string
 	HarnessBin string
@@ -36,7 +37,11 @@ func Preflight(ctx context.Context, c Check) error {
 	if _, err := OpenEnvironment(c.Task, c.TestsDir); err != nil {
 		return err
 	}
-	if _, err := locateHarness(c.Agent, c.HarnessBin); err != nil {
+	h, err := harness.Lookup(c.Agent)
+	if err != nil {
+		return err
+	}
+	if _, err := h.Locate(c.HarnessBin); err != nil {
 		return err
 	}
 	if err := c.Sandbox.Check(); err != nil {

@@ -1,6 +1,7 @@
 // Package launch starts what a trajectory's agent needs in its sandbox:
 // the scripted model (offline runs) and the harness behind the agent port
-// (OpenCode with the tool stub as its tests MCP server) and the tool
+// (any of the registered harnesses, with the tool stub as its tests MCP
+// server) and the tool
 // gateway behind it, and checks before anything exists
 // that they can start (Check: the environment and its fixtures, the
 // harness binary, the model script, the model endpoint).
@@ -17,10 +18,9 @@ import (
 	"sync"
 
 	"github.com/trajlab/traj/orchestrator/secret"
-	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/tool"
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -30,21 +30,20 @@ const ScriptedProvider = "scripted"
 
 // Spec is what starting the agent side of a run needs.
 type Spec struct {
-	ID          string
-	Workspace   string
-	SandboxDir  string
-	LogDir      string // the trajectory's logs/ folder (redacted copies)
-	Model       string
-	Script      string
-	BaseURL     string
-	APIKeyEnvs  []string
-	OpenCodeBin string
-	TrajBin     string
-	TestsDir    string
-	Sandbox     SandboxOptions
-	Logger      *slog.Logger
-	// Agent is the harness (AgentOpenCode when empty); AgentBin its
-	// executable when it is not OpenCode.
+	ID         string
+	Workspace  string
+	SandboxDir string
+	LogDir     string // the trajectory's logs/ folder (redacted copies)
+	Model      string
+	Script     string
+	BaseURL    string
+	APIKeyEnvs []string
+	TrajBin    string
+	TestsDir   string
+	Sandbox    SandboxOptions
+	Logger     *slog.Logger
+	// Agent is the harness (harness.Default when empty); AgentBin its
+	// executable ("": the harness's own rule finds it).
 	Agent, AgentBin string
 	// Record is the model-call record file (beside the trace).
 	Record string
@@ -70,33 +69,22 @@ type Launched struct {
 	// Halted reports the model gateway's end reason (a budget reached, the
 	// endpoint unreachable) once it has one.
 	Halted func() (reason, detail string)
+	// ToolGateway is the run's tool gateway (nil without tools): its
+	// ledger of answered calls outlives Stop.
+	ToolGateway *tool.Gateway
 }
 
 // Start starts the sandbox services: the scripted model (with --script)
-// and the harness (OpenCode with the tool stub as its tests MCP server) with its root
+// and the harness (with the tool stub as its tests MCP server) with its root
 // session. Its Stop stops everything and copies the service logs, secrets
 // redacted, into the trajectory's logs/ folder. On error everything
 // started is stopped.
 func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
-	harness := spec.Agent
-	if harness == "" {
-		harness = AgentOpenCode
+	h, err := harness.Lookup(spec.Agent)
+	if err != nil {
+		return nil, err
 	}
-	bin := spec.OpenCodeBin
-	if harness != AgentOpenCode {
-		bin = spec.AgentBin
-		// Claude Code and Codex run in the local provider for now: their
-		// binaries and state folders are not yet mounted into bwrap or a
-		// container.
-		switch spec.Sandbox.Provider {
-		case "":
-			spec.Sandbox.Provider = sandbox.ProviderLocal
-		case sandbox.ProviderLocal:
-		default:
-			return nil, fmt.Errorf("--agent %s runs with --sandbox local only for now (asked: %s)", harness, spec.Sandbox.Provider)
-		}
-	}
-	hBin, err := locateHarness(harness, bin)
+	hBin, err := h.Locate(spec.AgentBin)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +116,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	if tg != nil {
 		gateways = append(gateways, tg.addr)
 	}
-	sb, err := openSandbox(ctx, spec, hBin, gateways)
+	sb, err := openSandbox(ctx, spec, h, hBin, gateways)
 	if err != nil {
 		tg.stop()
 		ep.Stop()
@@ -143,6 +131,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	)
 	if tg != nil {
 		secrets = append(secrets, tg.token)
+		l.ToolGateway = tg.g
 	}
 	var once sync.Once
 	var stopErr error
@@ -198,12 +187,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		}
 	}
 
-	var started *agent.Started
-	if harness == AgentOpenCode {
-		started, err = opencode.StartAgent(ctx, sb, aspec)
-	} else {
-		started, err = startCLIHarness(ctx, harness, sb, aspec)
-	}
+	started, err := h.Start(ctx, sb, aspec)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/sandbox"
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/harness"
 )
 
 // SandboxOptions say where the agent runs. The zero value is the default
@@ -93,11 +93,11 @@ func (o SandboxOptions) Or(rec SandboxOptions) SandboxOptions {
 	return o
 }
 
-// openSandbox makes the run's sandbox: the workspace, OpenCode's binary
+// openSandbox makes the run's sandbox: the workspace, the harness's binary
 // and state folders, traj's binary (the relay and the tool stub), nothing
 // else; gateways are the host endpoints the
 // agent may reach under the gateways policy.
-func openSandbox(ctx context.Context, spec Spec, ocBin string, gateways []string) (sandbox.Sandbox, error) {
+func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin string, gateways []string) (sandbox.Sandbox, error) {
 	o := spec.Sandbox
 	provider := o.Provider
 	if provider == "" {
@@ -107,7 +107,7 @@ func openSandbox(ctx context.Context, spec Spec, ocBin string, gateways []string
 		}
 		provider = p
 	}
-	mounts, err := opencode.Mounts(spec.SandboxDir, ocBin)
+	mounts, err := h.Mounts(spec.SandboxDir, bin)
 	if err != nil {
 		return nil, err
 	}

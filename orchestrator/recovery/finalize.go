@@ -13,7 +13,7 @@ import (
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/secret"
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -141,7 +141,7 @@ func finalizeTrace(ctx context.Context, l *folder.Located, sum *traceSummary, op
 
 // keepLogs copies the services' logs of a run that died before it could
 // copy them itself into the trajectory's logs/, secrets redacted (the
-// server password left in the sandbox, store credentials, the values of
+// harness's secret files left in the sandbox, store credentials, the values of
 // the API-key variables run.json names).
 func keepLogs(l *folder.Located, log *slog.Logger) {
 	dst := filepath.Join(l.Dir, filepath.FromSlash(store.LogsDir))
@@ -149,8 +149,12 @@ func keepLogs(l *folder.Located, log *slog.Logger) {
 		return
 	}
 	secrets := secret.Gather(l.State.APIKeyEnvs, os.Getenv)
-	if pw, err := os.ReadFile(opencode.PasswordFile(l.State.SandboxDir)); err == nil {
-		secrets = append(secrets, strings.TrimSpace(string(pw)))
+	if h, err := harness.Lookup(l.State.Agent); err == nil {
+		for _, f := range h.SecretFiles(l.State.SandboxDir) {
+			if b, err := os.ReadFile(f); err == nil {
+				secrets = append(secrets, strings.TrimSpace(string(b)))
+			}
+		}
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		log.Warn("keep logs", "err", err)

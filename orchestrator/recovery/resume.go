@@ -12,7 +12,6 @@ import (
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
-	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/trace"
 )
@@ -122,11 +121,7 @@ func remembered(opts orchestrator.Options, st folder.RunState) orchestrator.Opti
 	if opts.Agent == "" {
 		opts.Agent = st.Agent
 	}
-	if opts.Agent == "" || opts.Agent == launch.AgentOpenCode {
-		if opts.OpenCodeBin == "" {
-			opts.OpenCodeBin = st.HarnessBin
-		}
-	} else if opts.AgentBin == "" {
+	if opts.AgentBin == "" && opts.Agent == st.Agent {
 		opts.AgentBin = st.HarnessBin
 	}
 	if opts.MaxTokens == 0 {

@@ -71,13 +71,13 @@ func TestResumeRemembersRunOptions(t *testing.T) {
 	}{
 		{"nothing given", orchestrator.Options{},
 			orchestrator.Options{Model: "scripted/demo", MaxParts: 40, Timeout: 180 * time.Second, Script: "/s/demo.jsonl",
-				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, OpenCodeBin: "/bin/opencode", TestsDir: "/fixtures"}},
+				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/fixtures"}},
 		{"given ones win", orchestrator.Options{MaxParts: 60, Script: "/s/other.jsonl", TestsDir: "/t"},
 			orchestrator.Options{Model: "scripted/demo", MaxParts: 60, Timeout: 180 * time.Second, Script: "/s/other.jsonl",
-				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, OpenCodeBin: "/bin/opencode", TestsDir: "/t"}},
+				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/t"}},
 		{"another model", orchestrator.Options{Model: "myprov/m"},
 			orchestrator.Options{Model: "myprov/m", MaxParts: 40, Timeout: 180 * time.Second,
-				APIKeyEnvs: []string{"KEY"}, OpenCodeBin: "/bin/opencode", TestsDir: "/fixtures"}},
+				APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/fixtures"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

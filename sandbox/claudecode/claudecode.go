@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/agent/cliturn"
 )
@@ -23,10 +24,22 @@ const HarnessName = "claude-code"
 // @anthropic-ai/claude-code beside this package).
 var Binary = cliturn.Binary{
 	What:    "Claude Code",
-	Flag:    "--claude-bin",
+	Flag:    "--agent-bin",
 	Env:     "TRAJ_CLAUDE_BIN",
 	Install: "sandbox/claudecode/npm/node_modules/@anthropic-ai/claude-code-linux-x64/claude",
 	Command: "claude",
+}
+
+// folders are Claude Code's folders in the state folder: its
+// CLAUDE_CONFIG_DIR is claude/.
+func folders(stateDir string) cliturn.Folders {
+	return cliturn.Folders{StateDir: stateDir, Config: "claude"}
+}
+
+// Mounts creates Claude Code's state folders under stateDir and returns
+// what an isolated sandbox shows of it (see cliturn.Folders.Mounts).
+func Mounts(stateDir, binary string) ([]sandbox.Mount, error) {
+	return folders(stateDir).Mounts(HarnessName, binary)
 }
 
 // stateFile is the adapter's own record in the state folder: the session
@@ -59,16 +72,16 @@ func Start(ctx context.Context, sb cliturn.Sandbox, spec agent.Spec) (*agent.Sta
 	if spec.StateDir == "" {
 		return nil, errors.New("claude-code: no state folder")
 	}
+	dirs := folders(spec.StateDir)
 	a := &Adapter{
 		bin: bin, sb: sb, spec: spec, model: model,
-		configDir: filepath.Join(spec.StateDir, "claude"),
-		home:      filepath.Join(spec.StateDir, "home"),
-		log:       spec.Logger,
+		configDir: dirs.ConfigDir(), home: dirs.HomeDir(), stderr: dirs.StderrDir(),
+		log: spec.Logger,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	for _, d := range []string{a.configDir, a.home} {
+	for _, d := range []string{a.configDir, a.home, a.stderr} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("claude-code: state folder: %w", err)
 		}
@@ -117,6 +130,7 @@ type Adapter struct {
 	sb               cliturn.Sandbox
 	bin, model, root string
 	configDir, home  string
+	stderr           string
 	spec             agent.Spec
 	log              *slog.Logger
 	// acct is touched by one turn's translator at a time.
@@ -220,5 +234,5 @@ func (a *Adapter) prepare(prompt string, emit func(agent.Event)) (cliturn.Comman
 		}
 	}, emit)
 	return cliturn.Command{Name: "claude", Path: a.bin, Args: args, Env: a.env(),
-		StderrDir: filepath.Join(a.spec.StateDir, "stderr"), Grace: 3 * time.Second}, tr, nil
+		StderrDir: a.stderr, Grace: 3 * time.Second}, tr, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/agent/cliturn"
 )
@@ -25,10 +26,22 @@ const HarnessName = "codex"
 // @openai/codex beside this package).
 var Binary = cliturn.Binary{
 	What:    "Codex",
-	Flag:    "--codex-bin",
+	Flag:    "--agent-bin",
 	Env:     "TRAJ_CODEX_BIN",
 	Install: "sandbox/codex/npm/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
 	Command: "codex",
+}
+
+// folders are Codex's folders in the state folder: its CODEX_HOME is
+// codex/.
+func folders(stateDir string) cliturn.Folders {
+	return cliturn.Folders{StateDir: stateDir, Config: "codex"}
+}
+
+// Mounts creates Codex's state folders under stateDir and returns what an
+// isolated sandbox shows of it (see cliturn.Folders.Mounts).
+func Mounts(stateDir, binary string) ([]sandbox.Mount, error) {
+	return folders(stateDir).Mounts(HarnessName, binary)
 }
 
 const stateFile = "traj-codex.json"
@@ -67,12 +80,13 @@ func Start(ctx context.Context, sb cliturn.Sandbox, spec agent.Spec) (*agent.Sta
 	if spec.StateDir == "" {
 		return nil, errors.New("codex: no state folder")
 	}
+	dirs := folders(spec.StateDir)
 	a := &Adapter{bin: bin, sb: sb, spec: spec, model: model, log: spec.Logger,
-		codexHome: filepath.Join(spec.StateDir, "codex"), home: filepath.Join(spec.StateDir, "home")}
+		codexHome: dirs.ConfigDir(), home: dirs.HomeDir(), stderr: dirs.StderrDir()}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	for _, d := range []string{a.codexHome, a.home} {
+	for _, d := range []string{a.codexHome, a.home, a.stderr} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("codex: state folder: %w", err)
 		}
@@ -108,6 +122,7 @@ type Adapter struct {
 	sb              cliturn.Sandbox
 	bin, model      string
 	codexHome, home string
+	stderr          string
 	spec            agent.Spec
 	log             *slog.Logger
 	// st is touched by one turn's translator at a time.
@@ -198,5 +213,5 @@ func (a *Adapter) prepare(prompt string, emit func(agent.Event)) (cliturn.Comman
 	tr := &translator{root: a.st.SessionID, st: &a.st, price: a.spec.Endpoint.Price, emit: emit, save: a.save,
 		msgID: fmt.Sprintf("%s:turn-%d", a.st.SessionID, a.st.Turns), pending: map[string]json.RawMessage{}, log: a.log}
 	return cliturn.Command{Name: "codex", Path: a.bin, Args: a.args(prompt), Env: a.env(),
-		StderrDir: filepath.Join(a.spec.StateDir, "stderr"), Grace: 3 * time.Second}, tr, nil
+		StderrDir: a.stderr, Grace: 3 * time.Second}, tr, nil
 }

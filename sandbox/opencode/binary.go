@@ -17,7 +17,7 @@ const InstallDir = "sandbox/opencode/npm/node_modules"
 const BinaryEnv = "TRAJ_OPENCODE_BIN"
 
 // ErrNoBinary: no OpenCode binary was found anywhere.
-var ErrNoBinary = errors.New("opencode binary not found (run `make setup` to install the pinned OpenCode, or pass --opencode-bin)")
+var ErrNoBinary = errors.New("opencode binary not found (run `make setup` to install the pinned OpenCode, or pass --agent-bin)")
 
 // Locator finds the OpenCode binary. The zero value uses the process's
 // environment, executable, working folder and PATH.
@@ -30,7 +30,7 @@ type Locator struct {
 	GOARCH     string
 }
 
-// ResolveBinary finds OpenCode: flag (the --opencode-bin value), then
+// ResolveBinary finds OpenCode: flag (the --agent-bin value), then
 // $TRAJ_OPENCODE_BIN, then the repository's install folder found by
 // walking up from the traj executable and from the working folder, then
 // `opencode` on PATH. An explicit flag or variable that does not name an
@@ -41,7 +41,7 @@ func ResolveBinary(flag string) (string, error) { return Locator{}.Resolve(flag)
 func (l Locator) Resolve(flag string) (string, error) {
 	l.fill()
 	if flag != "" {
-		return checkExecutable(flag, "--opencode-bin")
+		return checkExecutable(flag, "--agent-bin")
 	}
 	if env := l.Getenv(BinaryEnv); env != "" {
 		return checkExecutable(env, BinaryEnv)

@@ -6,7 +6,7 @@
 //
 // # Binary
 //
-// ResolveBinary: the --opencode-bin flag, then $TRAJ_OPENCODE_BIN, then
+// ResolveBinary: the --agent-bin flag, then $TRAJ_OPENCODE_BIN, then
 // sandbox/opencode/npm/node_modules/opencode-<os>-<arch>/bin/opencode found
 // by walking up from the traj executable and from the working folder, then
 // `opencode` on PATH. Nothing found: ErrNoBinary, which says to run

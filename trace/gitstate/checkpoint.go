@@ -47,6 +47,24 @@ func (r *Repo) Snapshot(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("snapshot workspace: %w", err)
 	}
+	// flush writes the trees diff visited: diff against HEAD's tree, so
+	// every tree of the snapshot that the history lacks is stored (without
+	// it a file written since the last checkpoint left its folders' trees
+	// unwritten and the export of the snapshot failed).
+	var base plumbing.Hash
+	if head, err := r.Head(); err == nil {
+		c, err := object.GetCommit(r.st, head)
+		if err != nil {
+			return "", fmt.Errorf("snapshot workspace: read commit %s: %w", head, err)
+		}
+		base = c.TreeHash
+	}
+	if base == s.root {
+		return s.root.String(), nil
+	}
+	if _, err := s.tb.diff("", base, s.root); err != nil {
+		return "", fmt.Errorf("snapshot workspace: diff trees: %w", err)
+	}
 	if err := s.tb.flush(); err != nil {
 		return "", fmt.Errorf("snapshot workspace: write trees: %w", err)
 	}

@@ -469,3 +469,38 @@ func TestSnapshot(t *testing.T) {
 		t.Fatal("ExportTree of an unknown tree succeeded")
 	}
 }
+
+// TestSnapshotBeforeCheckpoint: files written after the last checkpoint
+// (one in a new folder) are in the snapshot's tree, and a second handle on
+// the history (the one ground truth and run_tests export from) exports it
+// before any checkpoint commits it.
+func TestSnapshotBeforeCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	r := newRepoWith(t, trace.CaptureRules{})
+	writeFile(t, r.Dir(), "a.c", "int a;\n", 0o644)
+	if _, err := r.Checkpoint(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := Open(ctx, r.GitDir(), r.Dir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, r.Dir(), "a.c", "int a = 1;\n", 0o644)
+	writeFile(t, r.Dir(), "src/new/b.c", "int b;\n", 0o644)
+	tree, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "tree")
+	if err := reader.ExportTree(ctx, tree, dest); err != nil {
+		t.Fatalf("export a snapshot not yet checkpointed: %v", err)
+	}
+	for name, want := range map[string]string{"a.c": "int a = 1;\n", "src/new/b.c": "int b;\n"} {
+		if b, err := os.ReadFile(filepath.Join(dest, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if again, err := r.Snapshot(ctx); err != nil || again != tree {
+		t.Errorf("a second snapshot of the same files: %s, %v; want %s", again, err, tree)
+	}
+}

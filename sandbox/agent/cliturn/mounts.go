@@ -1,0 +1,48 @@
+package cliturn
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/trajlab/traj/sandbox"
+)
+
+// Folders are a CLI harness's folders in its state folder (the
+// trajectory's sandbox folder): its own configuration and session folder
+// (CLAUDE_CONFIG_DIR, CODEX_HOME), the HOME it runs with and the folder
+// its stderr files go to. The adapter's state file stays beside them,
+// outside every mount: only traj writes it.
+type Folders struct {
+	StateDir string
+	// Config is the folder name of the harness's configuration
+	// ("claude", "codex").
+	Config string
+}
+
+// ConfigDir, HomeDir and StderrDir are the host paths of the folders.
+func (f Folders) ConfigDir() string { return filepath.Join(f.StateDir, f.Config) }
+func (f Folders) HomeDir() string   { return filepath.Join(f.StateDir, "home") }
+func (f Folders) StderrDir() string { return filepath.Join(f.StateDir, "stderr") }
+
+// Mounts creates the folders and returns what an isolated sandbox shows
+// of the harness: its binary read-only at /opt/NAME/bin/BASE, its
+// configuration at /opt/NAME/config and stderr at /opt/NAME/stderr
+// (written by the harness), and the home folder as the sandbox's HOME.
+// Nothing else of the state folder is shown.
+func (f Folders) Mounts(name, binary string) ([]sandbox.Mount, error) {
+	for _, d := range []string{f.ConfigDir(), f.HomeDir(), f.StderrDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("%s state folder: %w", name, err)
+		}
+	}
+	opt := "/opt/" + name
+	var out []sandbox.Mount
+	if binary != "" {
+		out = append(out, sandbox.Mount{Host: binary, Inside: opt + "/bin/" + filepath.Base(binary)})
+	}
+	return append(out,
+		sandbox.Mount{Host: f.ConfigDir(), Inside: opt + "/config", Writable: true},
+		sandbox.Mount{Host: f.StderrDir(), Inside: opt + "/stderr", Writable: true},
+		sandbox.Mount{Host: f.HomeDir(), Inside: sandbox.InsideHome, Writable: true}), nil
+}

@@ -1,0 +1,114 @@
+// Package harness is the one list of the harnesses traj drives (OpenCode,
+// Claude Code, Codex): for each, one value that says how to find its
+// binary, what a sandbox must show it, how to start it behind the agent
+// port and which of its files hold secrets. Everything above sandbox/ —
+// run, resume, finalize, experiments, view, export, report — asks this
+// package and never imports an adapter or compares a harness name.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/claudecode"
+	"github.com/trajlab/traj/sandbox/codex"
+	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/trace"
+)
+
+// Harness is one agent program traj can record.
+type Harness struct {
+	// Name is the --agent value and the name in the trace's agent field.
+	Name string
+	// Locate finds the executable: explicit (--agent-bin) when given,
+	// else the harness's own rule (its TRAJ_*_BIN variable, then where
+	// `make setup` installs it, then PATH).
+	Locate func(explicit string) (string, error)
+	// Mounts creates the harness's state folders under stateDir (the
+	// trajectory's sandbox folder) and returns what an isolated sandbox
+	// must show for Start to work: the binary and those folders, nothing
+	// else.
+	Mounts func(stateDir, binary string) ([]sandbox.Mount, error)
+	// Start starts the harness for spec in sb behind the agent port.
+	Start func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error)
+	// SecretFiles are the files under stateDir that may hold a secret
+	// left behind by a run that died (OpenCode's server password), so
+	// logs copied later can be redacted.
+	SecretFiles func(stateDir string) []string
+}
+
+// Default is the harness of a run that names none, and of a trace whose
+// agent field is empty (the original recorder drove only OpenCode).
+const Default = opencode.HarnessName
+
+// All lists every harness, Default first.
+func All() []Harness {
+	return []Harness{
+		{
+			Name:   opencode.HarnessName,
+			Locate: opencode.ResolveBinary,
+			Mounts: opencode.Mounts,
+			Start: func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error) {
+				return opencode.StartAgent(ctx, sb, spec)
+			},
+			SecretFiles: func(stateDir string) []string { return []string{opencode.PasswordFile(stateDir)} },
+		},
+		{
+			Name:   claudecode.HarnessName,
+			Locate: claudecode.Binary.Locate,
+			Mounts: claudecode.Mounts,
+			Start: func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error) {
+				return claudecode.Start(ctx, sb, spec)
+			},
+			SecretFiles: none,
+		},
+		{
+			Name:   codex.HarnessName,
+			Locate: codex.Binary.Locate,
+			Mounts: codex.Mounts,
+			Start: func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error) {
+				return codex.Start(ctx, sb, spec)
+			},
+			SecretFiles: none,
+		},
+	}
+}
+
+// none: the CLI harnesses keep no secret in a file (the model token
+// lives only in the process's environment).
+func none(string) []string { return nil }
+
+// Names are the harnesses' names, for --agent's help and errors.
+func Names() []string {
+	var out []string
+	for _, h := range All() {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+// Lookup is the harness called name; "" is Default. An unknown name is an
+// error that lists the known ones.
+func Lookup(name string) (Harness, error) {
+	if name == "" {
+		name = Default
+	}
+	all := All()
+	if i := slices.IndexFunc(all, func(h Harness) bool { return h.Name == name }); i >= 0 {
+		return all[i], nil
+	}
+	return Harness{}, fmt.Errorf("harness %q: want one of %s", name, strings.Join(Names(), ", "))
+}
+
+// Recorded is the harness a trace's agent field names ("" is Default) and
+// the field read; ok is false when traj does not know that harness (a
+// reader then shows its parts' raw objects).
+func Recorded(agentField string) (h Harness, id trace.AgentID, ok bool) {
+	id = trace.ParseAgent(agentField)
+	h, err := Lookup(id.Name)
+	return h, id, err == nil
+}
