@@ -100,6 +100,15 @@
 // Appending a part writes ",\n<part>" plus the new tail at the tail's
 // offset: O(part size), never a rewrite of the file.
 //
+// # Part index
+//
+// Beside the trace the writer keeps agent_trace.index (PartIndexPath): a
+// fixed-size record per part (turn, byte offset and length, CRC-32C of
+// the part's bytes, commit; format in partindex.go), appended once the
+// part is in the trace. LoadPartIndex never trusts it: it checks sampled
+// parts' bytes, reads parts it lacks from the trace's tail, rebuilds it by
+// one ScanOffsets walk when it does not match, and writes nothing.
+//
 // # Crash safety
 //
 // Writing the tail in place is not enough: a kill can tear a large
