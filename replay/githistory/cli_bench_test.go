@@ -56,14 +56,15 @@ func BenchmarkCLICheckoutPart(b *testing.B) {
 		b.Run("parts="+strconv.Itoa(parts), func(b *testing.B) {
 			fx := newCLIFixture(b, parts, 1)
 			last := strings.TrimSpace(run(b, fx.repo, "git", "rev-parse", "main"))
+			out := b.TempDir() // outside the trajectory's folder, as checkout-part requires
 			var trajT, gitT time.Duration
 			var trajRSS, gitRSS int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				dest := filepath.Join(fx.dir, fmt.Sprintf("traj-%d", i))
+				dest := filepath.Join(out, fmt.Sprintf("traj-%d", i))
 				t1, r1 := measured(b, exec.Command(bin, "replay", "checkout-part", "--trace", fx.tracePath, "--bundle", fx.bundle,
 					"--store", filepath.Join(fx.dir, "store"), "--part", strconv.Itoa(parts), "--checkout-dest", dest))
-				gdest := filepath.Join(fx.dir, fmt.Sprintf("git-%d", i))
+				gdest := filepath.Join(out, fmt.Sprintf("git-%d", i))
 				t2, r2 := measured(b, exec.Command("git", "clone", "-q", "--no-checkout", fx.bundle, gdest))
 				t3, r3 := measured(b, exec.Command("git", "-C", gdest, "checkout", "-q", last))
 				if got := strings.TrimSpace(run(b, dest, "git", "rev-parse", "HEAD")); got != last {
