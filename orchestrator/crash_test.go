@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/trajlab/traj/trace/store"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -362,7 +363,7 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 	// Every resume kept the timeout the first run recorded (none named
 	// --timeout).
 	var rs folder.RunState
-	if raw, err := os.ReadFile(filepath.Join(dir, folder.RunStateName)); err != nil {
+	if raw, err := os.ReadFile(filepath.Join(dir, store.RunStateName)); err != nil {
 		t.Fatal(err)
 	} else if err := json.Unmarshal(raw, &rs); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/trajlab/traj/trace/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +51,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 	if err != nil || bytes.Contains(cfg, []byte(`"mcp"`)) {
 		t.Errorf("OpenCode config (%v) offers an MCP server although the task has run_tests false:\n%s", err, cfg)
 	}
-	if _, err := os.Stat(filepath.Join(res.Dir, orchestrator.ToolRecordName)); err == nil {
+	if _, err := os.Stat(filepath.Join(res.Dir, store.ToolCallsName)); err == nil {
 		t.Error("a tool-call record exists although the task has run_tests false")
 	}
 	end := tr.SessionEnd

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/trajlab/traj/trace/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestHarnessesEndToEnd(t *testing.T) {
 			checkHarnessTrace(t, h, tr, total)
 
 			// The model-call record accounts for every token and the cost.
-			tot, err := model.ReadRecord(filepath.Join(res.Dir, model.RecordName), nil)
+			tot, err := model.ReadRecord(filepath.Join(res.Dir, store.ModelCallsName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +330,7 @@ func TestHarnessesKillResume(t *testing.T) {
 				t.Errorf("resumed run: %d parts, end %+v; want exactly 20 and part_limit", n, tr.SessionEnd)
 			}
 			// The record holds every call of both runs: at least the trace's tokens.
-			tot, err := model.ReadRecord(filepath.Join(dir, model.RecordName), nil)
+			tot, err := model.ReadRecord(filepath.Join(dir, store.ModelCallsName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,7 +383,7 @@ func TestHarnessTokenBudget(t *testing.T) {
 	}
 	var answered, refused int
 	var total int64
-	if _, err := model.ReadRecord(filepath.Join(res.Dir, model.RecordName), func(c model.Call) error {
+	if _, err := model.ReadRecord(filepath.Join(res.Dir, store.ModelCallsName), func(c model.Call) error {
 		switch {
 		case c.Status == 200:
 			if total >= budget {

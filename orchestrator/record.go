@@ -16,7 +16,6 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
-	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -117,10 +116,10 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
 		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
-		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, model.RecordName),
+		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts: func() int { return int(partsSoFar.Load()) },
-		Tools: tools, ToolRecord: filepath.Join(p.Dir, ToolRecordName)})
+		Tools: tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)})
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +172,9 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		RootSessionID: ag.Root.ID, RootSession: ag.Root, Task: s.Task,
 		MaxParts: opts.MaxParts, StartCommit: head.String(), AbortGrace: opts.AbortGrace, MaxEmptyTurns: opts.MaxEmptyTurns,
 		StallTimeout: opts.StallTimeout,
-		Now:          opts.Now, Logger: log, AfterTurn: ag.AfterTurn, Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
+		Now:          opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
+		GatewayCalls: newGatewayLedger(ag.ToolGateway),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -198,8 +198,21 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// The harness stops before the final checkpoint, so nothing changes
 	// the workspace behind it.
 	stopAgent()
-	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc}
+	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc,
+		gateway: newGatewayLedger(ag.ToolGateway)}
 	return f.finish(ctx, out, loopErr)
+}
+
+// afterTurn publishes the call records at every turn end, then asks the
+// harness's own turn-end check (next) whether the run must end.
+func afterTurn(pub *folder.HistoryPublisher, next func() (string, string)) func() (string, string) {
+	return func() (string, string) {
+		pub.TurnEnded()
+		if next == nil {
+			return "", ""
+		}
+		return next()
+	}
 }
 
 // FinishingMessage is reported as soon as the run is asked to stop
@@ -263,6 +276,9 @@ type finisher struct {
 	up    *upload.Uploader
 	pub   *folder.HistoryPublisher
 	sc    *scoring
+	// gateway is the tool gateway's ledger (nil without one): the calls
+	// no part claimed go on session_end.
+	gateway engine.GatewayCalls
 }
 
 // finish ends the trajectory: final checkpoint, session_end, bundle,
@@ -312,6 +328,10 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	end := trace.SessionEnd{Reason: out.Reason, FinalGitCommit: final.CommitAfter,
 		EndedAt: trace.Timestamp(f.opts.Now()), Detail: out.Detail, GroundTruth: truth}
+	if f.gateway != nil {
+		// The harness is stopped: no part can claim a call any more.
+		end.GatewayCalls = f.gateway.Unclaimed(time.Now().Add(time.Hour))
+	}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)

@@ -100,7 +100,7 @@ func folderObjects(t *testing.T, id, dir string) map[string][]byte {
 	}
 	add(store.TraceKey(id), filepath.Join(dir, store.TraceName))
 	add(store.BundleKey(id), filepath.Join(dir, store.BundleName))
-	add(store.LogKey(id, folder.RunStateName), filepath.Join(dir, folder.RunStateName))
+	add(store.LogKey(id, store.RunStateName), filepath.Join(dir, store.RunStateName))
 	for _, sub := range []string{"history", "logs"} {
 		ents, _ := os.ReadDir(filepath.Join(dir, sub))
 		for _, e := range ents {

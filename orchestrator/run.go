@@ -261,7 +261,7 @@ func probeStore(ctx context.Context, st store.Store, id string, opts Options) er
 		return fmt.Errorf("store %s refuses writes (check its credentials and bucket): %w", st.URI(""), err)
 	}
 	opts.Reporter.Report(progress.Event{Type: progress.Warning, Time: opts.Now(),
-		Message: fmt.Sprintf("store %s cannot be reached now (%v); recording locally, uploads are retried and what is left is listed for `traj sync %s`", st.URI(""), err, id)})
+		Message: fmt.Sprintf("store %s cannot be reached now (%v); recording locally, uploads are retried and what is left is listed for `traj sync %s`", st.URI(""), err, trace.ShellWord(id))})
 	return nil
 }
 

@@ -20,10 +20,6 @@ import (
 	"github.com/trajlab/traj/trace/gitstate"
 )
 
-// ToolRecordName is the tool gateway's record of the agent's tool calls,
-// beside the trace.
-const ToolRecordName = "tool_calls.jsonl"
-
 // scoring is how a run is scored outside the agent's reach: ground truth
 // of every checkpoint in the background (unless the task turns it off)
 // and the agent's run_tests behind the tool gateway (unless the task
@@ -60,10 +56,12 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	if s.Task.DenyCCompiler && provider != sandbox.ProviderBwrap {
 		return nil, fmt.Errorf("task %s: deny_c_compiler needs bwrap evaluation sandboxes (--sandbox bwrap; this run: %s)", s.Task.Name, provider)
 	}
-	limits := sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}
+	// One budget for every evaluation of the run: the agent's share of
+	// the host (its sandbox's limits), divided among the slots.
+	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits))
 	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
 		return &evalbox.Evaluator{Provider: provider, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir,
-			EnvVersion: EnvironmentVersion(env, s.Task), Limits: limits, Nice: nice, CaseWorkers: caseWorkers,
+			EnvVersion: EnvironmentVersion(env, s.Task), Limits: budget.Limits(), Nice: nice, CaseWorkers: caseWorkers,
 			DenyCCompiler: s.Task.DenyCCompiler}
 	}
 	cache := source.Cache(s.Store)
@@ -71,14 +69,26 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 		// Lower priority and half the cores: the recorder and the agent
 		// come first.
 		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(10, max(1, runtime.NumCPU()/2)), Cache: cache,
-			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now}
+			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now, Budget: budget}
 	}
 	if s.Task.AgentRunTests() {
 		// The agent waits for this one: full priority.
-		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0, 0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger}
+		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0, 0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
+			Budget: budget}
 		sc.tests = groundtruth.NewTestsTool(run, env, repo.Snapshot, mcp.Feedback(s.Task.Feedback))
 	}
 	return sc, nil
+}
+
+// evalShare is the part of the host a run's evaluations share: the
+// agent sandbox's limits (no memory limit there still bounds them, by
+// sandbox.DefaultMemory; no CPU limit leaves them the host's cores).
+func evalShare(agent sandbox.Limits) sandbox.Limits {
+	share := agent
+	if share.Memory < 0 {
+		share.Memory = 0
+	}
+	return share
 }
 
 // start starts ground truth in the background; results are reported as
@@ -170,4 +180,27 @@ func EnvironmentVersion(env environment.Environment, tk *task.Task) string {
 		return env.Version() + evalbox.DenyCCompilerVersion
 	}
 	return env.Version()
+}
+
+// gatewayLedger is the loop's view of the tool gateway's calls.
+type gatewayLedger struct{ g *tool.Gateway }
+
+// newGatewayLedger returns nil without a gateway (a nil *tool.Gateway
+// must not become a non-nil interface).
+func newGatewayLedger(g *tool.Gateway) engine.GatewayCalls {
+	if g == nil {
+		return nil
+	}
+	return gatewayLedger{g}
+}
+
+func (l gatewayLedger) Claim(id string) { l.g.Claim(id) }
+
+func (l gatewayLedger) Unclaimed(t time.Time) []trace.GatewayCall {
+	var out []trace.GatewayCall
+	for _, c := range l.g.Unclaimed(t) {
+		out = append(out, trace.GatewayCall{ToolCallID: c.ToolCallID, Tool: c.Tool, Arguments: c.Arguments,
+			Start: trace.Timestamp(c.Start), DurationMs: c.DurationMS, Text: c.Result.Text, IsError: c.Result.IsError})
+	}
+	return out
 }

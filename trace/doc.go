@@ -40,7 +40,8 @@
 // new_messages (verbatim server objects first seen with this part),
 // session_ids, envoi_calls (run_tests calls completed in this part:
 // path, timestamp, duration_ms, status_code, error, result — result has
-// at least passed, failed, total — and traj's call_id), repo_checkpoint
+// at least passed, failed, total — and traj's call_id and tool_call_id,
+// the tool gateway's id of the call), repo_checkpoint
 // (commit_before, commit_after, changed_files, and traj's committed),
 // git_commit (the workspace commit after the part). traj adds session_id
 // (root or sub-agent session), part_id, part_type, tool, content (the
@@ -48,7 +49,20 @@
 // its objects in order when the part is built from several, as a CLI
 // harness's tool call and result), other_parts (uncounted
 // parts since the previous counted one, verbatim), tokens {input, output,
-// reasoning, cache_read, cache_write}, cost, and ground_truth.
+// reasoning, cache_read, cache_write}, cost, ground_truth and
+// gateway_calls.
+//
+// gateway_calls (traj, on a part and on session_end) lists the calls the
+// tool gateway answered that no harness part carries: the agent read the
+// stub's token and called the gateway itself (the token cannot be kept
+// from it: the harness that starts the stub runs as the agent's user in
+// the agent's sandbox). Each is {tool_call_id, tool, arguments, start,
+// duration_ms, text (the answer the caller got), is_error}. A call is
+// taken into the first part recorded once it is unclaimed for a part and
+// two seconds (a harness part carrying it lands within that, and names it
+// in its envoi_call's tool_call_id); on session_end, every call still
+// unclaimed. So every line of tool_calls.jsonl is in the trace once: an
+// envoi_call's tool_call_id or a gateway_calls entry.
 //
 // ground_truth (traj, on a part and on session_end) lists traj's own
 // evaluations of checkpoint trees, made in an evaluation sandbox while the

@@ -52,3 +52,18 @@ func Printable(s string) string {
 func unsafeRune(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
+
+// ShellWord returns s as one word a POSIX shell reads back as s: as it is
+// when it holds only characters no shell treats specially (letters,
+// digits, / . - _ : = , @ +), else in single quotes. Every command traj
+// prints for a user to paste (continue, sync, finalize) quotes each
+// argument with it: a store URL holds & and ?, an id may hold ; or $.
+func ShellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '=' || r == ',' || r == '@' || r == '+' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

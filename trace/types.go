@@ -116,6 +116,22 @@ type Part struct {
 	// GroundTruth holds the ground-truth evaluations that completed since
 	// the previous part was recorded, in the order they landed (traj).
 	GroundTruth []GroundTruth `json:"ground_truth,omitempty"`
+	// GatewayCalls are the calls the tool gateway answered that no
+	// harness part carries (the agent reached the gateway itself), taken
+	// into the next part after they completed.
+	GatewayCalls []GatewayCall `json:"gateway_calls,omitempty"`
+}
+
+// GatewayCall is one call the tool gateway answered outside the harness:
+// what was asked, when, and the answer the caller got.
+type GatewayCall struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Start      string          `json:"start"`
+	DurationMs int64           `json:"duration_ms"`
+	Text       string          `json:"text"`
+	IsError    bool            `json:"is_error"`
 }
 
 // GroundTruth is traj's own evaluation of one checkpoint tree, made in an
@@ -202,6 +218,9 @@ type EnvoiCall struct {
 	Result     json.RawMessage `json:"result"`
 	// CallID is the tool call id the result belongs to (traj).
 	CallID string `json:"call_id,omitempty"`
+	// ToolCallID is the tool gateway's id of the call (traj): the line of
+	// tool_calls.jsonl this result is.
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // SessionEnd closes a trajectory.
@@ -218,6 +237,9 @@ type SessionEnd struct {
 	// GroundTruth holds the ground-truth evaluations that landed after
 	// the last part was recorded (the final tree's among them).
 	GroundTruth []GroundTruth `json:"ground_truth,omitempty"`
+	// GatewayCalls are the tool gateway's calls outside the harness that
+	// completed after the last part was recorded (see Part.GatewayCalls).
+	GatewayCalls []GatewayCall `json:"gateway_calls,omitempty"`
 }
 
 // Tokens counts model tokens the way OpenCode reports them.

@@ -86,7 +86,7 @@ func (k *killedRun) writeState(t *testing.T, st folder.RunState) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(k.Dir, folder.RunStateName), b)
+	writeFile(t, filepath.Join(k.Dir, store.RunStateName), b)
 }
 
 // checkpoints is the run's checkpoint history, beside its workspace.
@@ -129,7 +129,7 @@ func (k *killedRun) checkFinalized(t *testing.T, final string) {
 		t.Fatalf("repo.bundle HEAD %s, want %s", head, final)
 	}
 	var st folder.RunState
-	if err := json.Unmarshal(readFile(t, filepath.Join(k.Dir, folder.RunStateName)), &st); err != nil || st.Status != "finished" || st.Reason != trace.EndInterrupted {
+	if err := json.Unmarshal(readFile(t, filepath.Join(k.Dir, store.RunStateName)), &st); err != nil || st.Status != "finished" || st.Reason != trace.EndInterrupted {
 		t.Fatalf("run.json %+v (%v)", st, err)
 	}
 	remote := filepath.Join(k.Store, "trajectories", k.ID)
@@ -208,7 +208,7 @@ func TestRecoveryBadInput(t *testing.T) {
 		t.Fatalf("finalize: %d %s%s", code, out, errs)
 	}
 	var st folder.RunState
-	json.Unmarshal(readFile(t, filepath.Join(solved.Dir, folder.RunStateName)), &st)
+	json.Unmarshal(readFile(t, filepath.Join(solved.Dir, store.RunStateName)), &st)
 	st.Reason = trace.EndSolved
 	solved.writeState(t, st)
 	solvedTrace := filepath.Join(solved.Dir, store.TraceName)
@@ -232,7 +232,7 @@ func TestRecoveryBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	json.Unmarshal(readFile(t, filepath.Join(live.Dir, folder.RunStateName)), &st)
+	json.Unmarshal(readFile(t, filepath.Join(live.Dir, store.RunStateName)), &st)
 	st.PID = sleeper.Process.Pid
 	live.writeState(t, st)
 
@@ -245,7 +245,7 @@ func TestRecoveryBadInput(t *testing.T) {
 
 	// A run.json that is not JSON.
 	broken := newKilledRun(t, "killed-broken")
-	writeFile(t, filepath.Join(broken.Dir, folder.RunStateName), []byte("{not json"))
+	writeFile(t, filepath.Join(broken.Dir, store.RunStateName), []byte("{not json"))
 
 	loc := func(k *killedRun) []string { return []string{k.ID, "--work-dir", k.Work, "--store", k.Store} }
 	resume := func(k *killedRun, extra ...string) []string {

@@ -163,12 +163,12 @@ func runExit(res *orchestrator.Result, ref string) error {
 // locateArgs names trajectory id for a later command as this run was
 // given it: the id, plus --store and --work-dir when they were flags.
 func (c *RunCmd) locateArgs(id string) string {
-	args := id
+	args := trace.ShellWord(id)
 	if c.Store != "" && c.Store != os.Getenv("TRAJ_STORE") {
-		args += " --store " + shellQuote(c.Store)
+		args += " --store " + trace.ShellWord(c.Store)
 	}
 	if c.WorkDir != "" && c.WorkDir != os.Getenv("TRAJ_WORK_DIR") {
-		args += " --work-dir " + shellQuote(c.WorkDir)
+		args += " --work-dir " + trace.ShellWord(c.WorkDir)
 	}
 	return args
 }
@@ -187,17 +187,6 @@ func printNext(w io.Writer, res *orchestrator.Result, ref string) {
 	if len(res.NotUploaded) > 0 {
 		fmt.Fprintf(w, "  upload later:  traj sync %s\n", ref)
 	}
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '=' || r == '?' || r == '&' ||
-			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // parseSize reads a memory size: a number of bytes with an optional k, m,

@@ -63,18 +63,26 @@ func TestRunRefusesUnwritableStore(t *testing.T) {
 func TestRunSummarySaysWhatNext(t *testing.T) {
 	tests := []struct {
 		reason  string
+		store   string
 		pending []string
 		want    []string
 		absent  []string
 	}{
-		{trace.EndInterrupted, nil, []string{"continue:      traj run --resume t1 --store '/my store'\n"}, []string{"traj sync"}},
-		{trace.EndPartLimit, nil, []string{"traj run --resume t1 --store '/my store' --max-parts N"}, nil},
-		{trace.EndSolved, []string{"trajectories/t1/repo.bundle"}, []string{"upload later:  traj sync t1 --store '/my store'\n"}, []string{"--resume"}},
+		{trace.EndInterrupted, "", nil, []string{"continue:      traj run --resume t1 --store '/my store'\n"}, []string{"traj sync"}},
+		{trace.EndPartLimit, "", nil, []string{"traj run --resume t1 --store '/my store' --max-parts N"}, nil},
+		{trace.EndSolved, "", []string{"trajectories/t1/repo.bundle"}, []string{"upload later:  traj sync t1 --store '/my store'\n"}, []string{"--resume"}},
+		// An S3 store URL holds & and ?: pasted unquoted, the shell would
+		// run the rest in the background.
+		{trace.EndInterrupted, "s3://b/p?endpoint=http://127.0.0.1:7070&region=us-east-1", nil,
+			[]string{"traj run --resume t1 --store 's3://b/p?endpoint=http://127.0.0.1:7070&region=us-east-1'\n"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
 			var b bytes.Buffer
-			c := &RunCmd{Store: "/my store"}
+			c := &RunCmd{Store: tt.store}
+			if c.Store == "" {
+				c.Store = "/my store"
+			}
 			printNext(&b, &orchestrator.Result{TrajectoryID: "t1", End: trace.SessionEnd{Reason: tt.reason}, NotUploaded: tt.pending},
 				c.locateArgs("t1"))
 			for _, w := range tt.want {

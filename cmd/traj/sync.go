@@ -11,6 +11,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/recovery"
+	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
 )
@@ -65,7 +66,7 @@ func localRef(r, workDir string) (id, work string, err error) {
 		}
 		return r, workDir, nil
 	}
-	if !isPath && !fileExists(filepath.Join(dir, folder.RunStateName)) && !fileExists(filepath.Join(dir, store.TraceName)) {
+	if !isPath && !fileExists(filepath.Join(dir, store.RunStateName)) && !fileExists(filepath.Join(dir, store.TraceName)) {
 		return r, workDir, nil // a folder that happens to share the id's name
 	}
 	abs, err := filepath.Abs(dir)
@@ -122,10 +123,14 @@ func printSync(w io.Writer, l *folder.Located, rep recovery.SyncReport) {
 		fmt.Fprintf(w, "trajectory %s: the store is the trajectory folder (%s); nothing to upload\n", l.ID, l.Dir)
 		return
 	}
-	fmt.Fprintf(w, "trajectory %s → %s: %d objects uploaded (%d bytes), %d already there, %d not uploaded\n",
-		l.ID, l.Store.URI(""), len(rep.Uploaded), rep.Bytes, len(rep.Unchanged), len(rep.Failed))
+	if len(rep.Uploaded) == 0 && len(rep.Failed) == 0 {
+		fmt.Fprintf(w, "trajectory %s → %s: nothing to do, the store holds all %d objects\n", l.ID, l.Store.URI(""), len(rep.Unchanged))
+	} else {
+		fmt.Fprintf(w, "trajectory %s → %s: %d objects uploaded (%d bytes), %d already there, %d not uploaded\n",
+			l.ID, l.Store.URI(""), len(rep.Uploaded), rep.Bytes, len(rep.Unchanged), len(rep.Failed))
+	}
 	if rep.Unfinished {
-		fmt.Fprintf(w, "  the trace has no session_end: continue it with `traj run --resume %s` or close it with `traj trace finalize %s`\n", l.ID, l.ID)
+		fmt.Fprintf(w, "  the trace has no session_end: continue it with `traj run --resume %s` or close it with `traj trace finalize %s`\n", trace.ShellWord(l.ID), trace.ShellWord(l.ID))
 	}
 	if len(rep.Failed) > 0 {
 		var keys []string

@@ -35,16 +35,33 @@ func ParseFeedback(s string) (Feedback, error) {
 	return "", fmt.Errorf("feedback %q: want counts, failures or full", s)
 }
 
+// OutputCap bounds the build output (its tail) and an error message (its
+// head) in any answer, at every level: whatever a build prints, an answer
+// stays small.
+const OutputCap = 2 << 10
+
 // For returns what the agent is told of r at level f. r is not changed
 // (the caller keeps the full result for the record).
 func (r Response) For(f Feedback) Response {
-	if r.Result == nil || f == FeedbackFull || f == "" {
+	if r.Error != nil && len(*r.Error) > OutputCap {
+		msg := (*r.Error)[:OutputCap] + "…"
+		r.Error = &msg
+	}
+	if r.Result == nil {
 		return r
 	}
 	res := *r.Result
+	if n := len(res.Build.StderrTail); n > OutputCap {
+		res.Build.StderrTail = res.Build.StderrTail[n-OutputCap:]
+	}
+	r.Result = &res
+	if f == FeedbackFull || f == "" {
+		return r
+	}
+	all := res.Cases
 	res.Cases = nil
 	if f == FeedbackFailures {
-		for _, c := range r.Result.Cases {
+		for _, c := range all {
 			if !c.Passed {
 				res.Cases = append(res.Cases, environment.CaseResult{Name: c.Name, Phase: c.Phase})
 			}
@@ -53,6 +70,5 @@ func (r Response) For(f Feedback) Response {
 	if res.Cases == nil {
 		res.Cases = []environment.CaseResult{}
 	}
-	r.Result = &res
 	return r
 }

@@ -48,6 +48,22 @@ func TestFeedbackLevels(t *testing.T) {
 	if len(full.Result.Cases) != 2 || full.Result.Cases[1].ExpectedStdout == nil {
 		t.Fatal("For changed the full result")
 	}
+	// Whatever a build printed and whatever an error says, every level
+	// answers at most OutputCap of each.
+	long := strings.Repeat("x", 10*OutputCap) + "END"
+	big := Response{StatusCode: 500, Error: &long, Result: &environment.Result{Build: environment.BuildResult{StderrTail: long}}}
+	for _, level := range Feedbacks {
+		got := big.For(level)
+		if n := len(got.Result.Build.StderrTail); n > OutputCap || !strings.HasSuffix(got.Result.Build.StderrTail, "END") {
+			t.Errorf("%s: build output of %d bytes (want its last %d)", level, n, OutputCap)
+		}
+		if n := len(*got.Error); n > OutputCap+len("…") {
+			t.Errorf("%s: error of %d bytes", level, n)
+		}
+	}
+	if len(big.Result.Build.StderrTail) != len(long) {
+		t.Fatal("For changed the full build output")
+	}
 	if _, err := ParseFeedback("everything"); err == nil {
 		t.Fatal("unknown level accepted")
 	}

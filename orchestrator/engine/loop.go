@@ -61,6 +61,9 @@ type LoopConfig struct {
 	// FullToolResult returns the full run_tests answer filed under a
 	// tool_call_id by the tool gateway (the agent is told less).
 	FullToolResult func(toolCallID string) ([]byte, bool)
+	// GatewayCalls, when set, is the tool gateway's ledger: calls no
+	// harness part carries are recorded in gateway_calls.
+	GatewayCalls GatewayCalls
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -90,6 +93,9 @@ type Loop struct {
 	envoiErr      string
 	rootErr       string
 	aborted       bool
+	// lastRecorded is when the previous part was recorded (gateway calls
+	// completed before it have had a whole part to be claimed).
+	lastRecorded time.Time
 }
 
 // Outcome is how the loop ended.
@@ -537,6 +543,9 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 	if p.part.Kind == agent.KindTool && p.part.Tool != nil && isRunTests(p.part.Tool.Name) {
 		call := envoiCall(p.part.Tool, now, l.cfg.ReadToolOutput, l.cfg.FullToolResult)
 		rec.EnvoiCalls = append(rec.EnvoiCalls, call)
+		if call.ToolCallID != "" && l.cfg.GatewayCalls != nil {
+			l.cfg.GatewayCalls.Claim(call.ToolCallID)
+		}
 		st := l.tests.observe(call)
 		tests = append(tests, progress.TestStatus{Path: st.Path, Passed: st.Passed, Failed: st.Failed,
 			Total: st.Total, Error: st.Error})
@@ -546,6 +555,11 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 				l.envoiErr += ": " + *call.Error
 			}
 		}
+	}
+	if l.cfg.GatewayCalls != nil {
+		at := l.cfg.Now()
+		rec.GatewayCalls = l.cfg.GatewayCalls.Unclaimed(minTime(l.lastRecorded, at.Add(-GatewayGrace)))
+		l.lastRecorded = at
 	}
 	if err := l.writer.AppendPart(rec); err != nil {
 		return &errFatal{err}
@@ -562,6 +576,13 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 		l.report(progress.Event{Type: progress.Tests, Part: n, Turn: l.turns, Tests: &tests[i]})
 	}
 	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // tokens converts the port's usage to the trace's.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/task"
@@ -50,6 +51,21 @@ type GroundTruth interface {
 	// the continuation prompt and whether it is solved.
 	AtTurnEnd(ctx context.Context, part int, commit string) (task.Standing, bool, error)
 }
+
+// GatewayCalls is the tool gateway's ledger as the loop needs it: a
+// run_tests result a harness part carries claims its call; the calls no
+// part claims (the agent called the gateway itself) ride on the next part.
+type GatewayCalls interface {
+	// Claim marks the call toolCallID as carried by a harness part.
+	Claim(toolCallID string)
+	// Unclaimed returns, once each, the unclaimed calls completed before t.
+	Unclaimed(t time.Time) []trace.GatewayCall
+}
+
+// GatewayGrace is how long a completed gateway call waits for the harness
+// part that carries it before a part takes it as a call outside the
+// harness (it must also have waited one whole part).
+const GatewayGrace = 2 * time.Second
 
 // Reporter receives progress events.
 type Reporter interface {

@@ -56,6 +56,7 @@ func envoiCall(tc *agent.ToolCall, ts string, readFull func(path string) ([]byte
 		}
 		output = string(full)
 	}
+	gatewayID := ""
 	if full != nil {
 		var ref struct {
 			ToolCallID string `json:"tool_call_id"`
@@ -63,6 +64,7 @@ func envoiCall(tc *agent.ToolCall, ts string, readFull func(path string) ([]byte
 		if json.Unmarshal([]byte(strings.TrimSpace(output)), &ref) == nil && ref.ToolCallID != "" {
 			if b, ok := full(ref.ToolCallID); ok {
 				output = string(b)
+				gatewayID = ref.ToolCallID
 			}
 		}
 	}
@@ -73,6 +75,7 @@ func envoiCall(tc *agent.ToolCall, ts string, readFull func(path string) ([]byte
 		return call
 	}
 	got.CallID = tc.CallID
+	got.ToolCallID = gatewayID
 	if got.Timestamp == "" {
 		got.Timestamp = ts
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trajlab/traj/trace"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func RemoveSandbox(ctx context.Context, w *Where, id string) (bool, error) {
 // trajectory is refused (never remove a folder run.json merely points at).
 func sandboxOf(w *Where, id string) (string, error) {
 	def := filepath.Join(w.WorkDir, folder.SandboxesDir, id)
-	raw, err := os.ReadFile(filepath.Join(w.TrajectoryDir(id), folder.RunStateName))
+	raw, err := os.ReadFile(filepath.Join(w.TrajectoryDir(id), store.RunStateName))
 	if err != nil {
 		return def, nil
 	}
@@ -82,7 +83,7 @@ func checkFinalized(ctx context.Context, w *Where, id string) error {
 	case a.RunState == nil:
 		return fmt.Errorf("sandbox of %s: %w: no run.json in %s", id, ErrNotFinalized, w.TrajectoryDir(id))
 	case a.RunState.Status != "finished":
-		return fmt.Errorf("sandbox of %s: %w: the run died (traj run --resume %s, or traj trace finalize %s)", id, ErrNotFinalized, id, id)
+		return fmt.Errorf("sandbox of %s: %w: the run died (traj run --resume %s, or traj trace finalize %s)", id, ErrNotFinalized, trace.ShellWord(id), trace.ShellWord(id))
 	case a.Reason == "":
 		return fmt.Errorf("sandbox of %s: %w: the store's trace has no session_end (traj sync %s)", id, ErrNotFinalized, id)
 	}

@@ -34,7 +34,7 @@ func gcFixture(t *testing.T, work, id, status, end string, bundle bool, sandboxD
 	}
 	rs := folder.RunState{TrajectoryID: id, Status: status, SandboxDir: sandboxDir, PID: 0}
 	b, _ := json.Marshal(rs)
-	if err := os.WriteFile(filepath.Join(dir, folder.RunStateName), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, store.RunStateName), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(sandboxDir, "workspace"), 0o755); err != nil {

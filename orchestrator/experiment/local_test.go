@@ -229,7 +229,7 @@ func TestLocalKillAndRerun(t *testing.T) {
 			t.Errorf("%s: ended %s (%s), want %s", id, s.EndReason, s.EndDetail, wantEnd)
 		}
 		var rs folder.RunState
-		if b, err := os.ReadFile(filepath.Join(dir, folder.RunStateName)); err != nil || json.Unmarshal(b, &rs) != nil || rs.Status != "finished" {
+		if b, err := os.ReadFile(filepath.Join(dir, store.RunStateName)); err != nil || json.Unmarshal(b, &rs) != nil || rs.Status != "finished" {
 			t.Errorf("%s: run.json not finished: %+v %v", id, rs, err)
 		}
 		// Finished: the sandbox is gone (not kept by the spec).

@@ -161,7 +161,7 @@ type summaryFields struct {
 
 func inspectAttempt(ctx context.Context, w *Where, id string) (*Attempt, error) {
 	a := &Attempt{ID: id}
-	if raw, err := os.ReadFile(filepath.Join(w.TrajectoryDir(id), folder.RunStateName)); err == nil {
+	if raw, err := os.ReadFile(filepath.Join(w.TrajectoryDir(id), store.RunStateName)); err == nil {
 		var rs folder.RunState
 		if json.Unmarshal(raw, &rs) == nil {
 			a.Started, a.RunState = true, &rs

@@ -3,6 +3,7 @@ package folder
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -186,4 +187,29 @@ func (p *HistoryPublisher) bundleAs(ctx context.Context, name string, part int, 
 		}
 	}
 	return nil
+}
+
+// TurnEnded hands the call records (model_calls.jsonl, tool_calls.jsonl) as
+// they are now to the uploader, so a store being written by a running
+// trajectory holds them up to the last turn. Each is read whole into
+// memory (a few hundred bytes a call) because the gateways keep appending
+// to the files while the upload runs; the uploader coalesces versions of
+// one key. The final upload sends them once more.
+func (p *HistoryPublisher) TurnEnded() {
+	if p.up == nil {
+		return
+	}
+	for _, r := range Records(p.dir, p.id) {
+		b, err := os.ReadFile(r.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			p.log.Warn("read call record", "path", r.Path, "err", err)
+			continue
+		}
+		if err := p.up.Enqueue(r.Key, store.Bytes(b)); err != nil {
+			p.log.Warn("enqueue call record", "key", r.Key, "err", err)
+		}
+	}
 }

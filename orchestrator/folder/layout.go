@@ -9,8 +9,6 @@ import (
 // Names in the work folder and the trajectory folder (besides the store's
 // objects, named by trace/store).
 const (
-	// RunStateName is the run state file in a trajectory folder.
-	RunStateName = "run.json"
 	// SandboxesDir holds each trajectory's sandbox (workspace, harness
 	// state), outside the trajectory folder so it never reaches the store.
 	SandboxesDir = "sandboxes"

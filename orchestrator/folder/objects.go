@@ -46,7 +46,7 @@ type Object struct {
 
 // Objects lists what the folder dir of trajectory id holds for the
 // store, in upload order: history bundles by part, repo.bundle, logs,
-// run.json, the trace. Hidden and temporary files (the trace's shadow,
+// run.json, the model and tool call records, the trace. Hidden and temporary files (the trace's shadow,
 // half-written files) and the pending record are not objects.
 func Objects(dir, id string) ([]Object, error) {
 	var out []Object
@@ -103,8 +103,13 @@ func Objects(dir, id string) ([]Object, error) {
 			return nil, err
 		}
 	}
-	if err := add(store.LogKey(id, RunStateName), filepath.Join(dir, RunStateName), false); err != nil {
+	if err := add(store.RunStateKey(id), filepath.Join(dir, store.RunStateName), false); err != nil {
 		return nil, err
+	}
+	for _, r := range Records(dir, id) {
+		if err := add(r.Key, r.Path, false); err != nil {
+			return nil, err
+		}
 	}
 	if err := add(store.TraceKey(id), filepath.Join(dir, store.TraceName), false); err != nil {
 		return nil, err
@@ -115,4 +120,14 @@ func Objects(dir, id string) ([]Object, error) {
 		}
 	}
 	return out, nil
+}
+
+// Records are the call records of trajectory id in its folder dir (which
+// may not exist yet): the model gateway's and the tool gateway's. Size is
+// not filled.
+func Records(dir, id string) []Object {
+	return []Object{
+		{Key: store.ModelCallsKey(id), Path: filepath.Join(dir, store.ModelCallsName)},
+		{Key: store.ToolCallsKey(id), Path: filepath.Join(dir, store.ToolCallsName)},
+	}
 }

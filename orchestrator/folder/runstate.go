@@ -3,6 +3,7 @@ package folder
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/trajlab/traj/trace/store"
 	"path/filepath"
 
 	"github.com/trajlab/traj/orchestrator/launch"
@@ -70,5 +71,5 @@ func WriteRunState(dir string, st RunState) error {
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)
 	}
-	return atomicfile.WriteBytes(filepath.Join(dir, RunStateName), append(raw, '\n'))
+	return atomicfile.WriteBytes(filepath.Join(dir, store.RunStateName), append(raw, '\n'))
 }

@@ -54,6 +54,17 @@ type Scorer struct {
 	Logger  *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Budget, when set, is the run's evaluation budget: every evaluation
+	// (not a cache hit) waits for one of its slots.
+	Budget *Budget
+}
+
+// slot waits for an evaluation slot of the budget (at once without one).
+func (s *Scorer) slot(ctx context.Context) (time.Duration, func(), error) {
+	if s.Budget == nil {
+		return 0, func() {}, nil
+	}
+	return s.Budget.Acquire(ctx)
 }
 
 func (s *Scorer) log() *slog.Logger {
@@ -125,9 +136,14 @@ func (s *Scorer) scoreTree(ctx context.Context, tree string) (replay.Result, str
 			return e.Result, key, true, nil
 		}
 	}
+	_, release, err := s.slot(ctx)
+	if err != nil {
+		return replay.Result{}, key, false, err
+	}
+	defer release()
 	start := time.Now()
 	var res replay.Result
-	err := s.withTree(ctx, tree, func(dir string) error {
+	err = s.withTree(ctx, tree, func(dir string) error {
 		var err error
 		res, err = s.Eval.Evaluate(ctx, dir, s.Paths)
 		return err
@@ -162,10 +178,16 @@ func (s *Scorer) withTree(ctx context.Context, tree string, fn func(dir string) 
 
 // RunTests runs one test path on a workspace snapshot (tree) in the
 // evaluation sandbox and returns the environment's full result: what
-// the agent's run_tests call answers, before its feedback level cuts it.
-func (s *Scorer) RunTests(ctx context.Context, tree, path string) (environment.Result, error) {
+// the agent's run_tests call answers, before its feedback level cuts it;
+// and how long it waited for an evaluation slot.
+func (s *Scorer) RunTests(ctx context.Context, tree, path string) (environment.Result, time.Duration, error) {
+	waited, release, err := s.slot(ctx)
+	if err != nil {
+		return environment.Result{}, waited, err
+	}
+	defer release()
 	var run environment.Result
-	err := s.withTree(ctx, tree, func(dir string) error {
+	err = s.withTree(ctx, tree, func(dir string) error {
 		p, err := s.Eval.EvaluateDetailed(ctx, dir, []string{path})
 		if err != nil {
 			return err
@@ -176,7 +198,7 @@ func (s *Scorer) RunTests(ctx context.Context, tree, path string) (environment.R
 		run = p.Runs[0]
 		return nil
 	})
-	return run, err
+	return run, waited, err
 }
 
 // summarize fills g's counts from res, per required path in task order.

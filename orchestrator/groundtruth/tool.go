@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/mcp"
@@ -24,12 +25,14 @@ type TestsTool struct {
 
 	mu   sync.Mutex
 	full map[string][]byte
+	// waited is how long each call waited for an evaluation slot.
+	waited map[string]time.Duration
 }
 
 // NewTestsTool serves run_tests for env's paths; snapshot returns the
 // workspace's tree now (gitstate.Repo.Snapshot).
 func NewTestsTool(s *Scorer, env environment.Environment, snapshot func(ctx context.Context) (string, error), fb mcp.Feedback) *TestsTool {
-	t := &TestsTool{scorer: s, snapshot: snapshot, feedback: fb, full: map[string][]byte{}}
+	t := &TestsTool{scorer: s, snapshot: snapshot, feedback: fb, full: map[string][]byte{}, waited: map[string]time.Duration{}}
 	t.srv = mcp.New(env, "", mcp.Options{Feedback: fb, Logger: s.Logger, Runner: t.run})
 	return t
 }
@@ -39,15 +42,25 @@ func (t *TestsTool) run(ctx context.Context, path string) (environment.Result, e
 	if err != nil {
 		return environment.Result{}, err
 	}
-	return t.scorer.RunTests(ctx, tree, path)
+	res, waited, err := t.scorer.RunTests(ctx, tree, path)
+	t.mu.Lock()
+	t.waited[tool.CallID(ctx)] = waited
+	t.mu.Unlock()
+	return res, err
 }
 
 // answer is what the agent is told: the run_tests JSON at the feedback
-// level, with the id of the full answer.
+// level, with the id of the full answer, and, when the call waited for an
+// evaluation slot (the run's evaluations are bounded), how long and why.
 type answer struct {
 	mcp.Response
 	ToolCallID string `json:"tool_call_id"`
+	WaitedMS   int64  `json:"waited_ms,omitempty"`
+	Waited     string `json:"waited,omitempty"`
 }
+
+// waitNote is how long a call must wait before its answer says so.
+const waitNote = 100 * time.Millisecond
 
 // Tool is the gateway's tool: run_tests as the tests MCP server defines it.
 func (t *TestsTool) Tool() (tool.Tool, error) {
@@ -69,17 +82,30 @@ func (t *TestsTool) Tool() (tool.Tool, error) {
 				resp = t.srv.RunTests(ctx, *in.TestPath, nil)
 			}
 			id := tool.CallID(ctx)
+			ans := answer{Response: resp.For(t.feedback), ToolCallID: id}
+			t.mu.Lock()
 			if full, err := json.Marshal(resp); err == nil {
-				t.mu.Lock()
 				t.full[id] = full
-				t.mu.Unlock()
 			}
-			text, err := json.Marshal(answer{Response: resp.For(t.feedback), ToolCallID: id})
+			if w := t.waited[id]; w >= waitNote {
+				ans.WaitedMS = w.Milliseconds()
+				ans.Waited = fmt.Sprintf("this call waited %.1f s for an evaluation slot: the run evaluates %d trees at once, for run_tests and ground truth together", w.Seconds(), t.slots())
+			}
+			delete(t.waited, id)
+			t.mu.Unlock()
+			text, err := json.Marshal(ans)
 			if err != nil {
 				return tool.Result{Text: fmt.Sprintf("encode run_tests answer: %v", err), IsError: true}
 			}
 			return tool.Result{Text: string(text), IsError: resp.StatusCode != 200}
 		}}, nil
+}
+
+func (t *TestsTool) slots() int {
+	if t.scorer.Budget == nil {
+		return 0
+	}
+	return t.scorer.Budget.Slots()
 }
 
 // Full returns the full run_tests answer of a call, as JSON.

@@ -69,6 +69,9 @@ type Launched struct {
 	// Halted reports the model gateway's end reason (a budget reached, the
 	// endpoint unreachable) once it has one.
 	Halted func() (reason, detail string)
+	// ToolGateway is the run's tool gateway (nil without tools): its
+	// ledger of answered calls outlives Stop.
+	ToolGateway *tool.Gateway
 }
 
 // Start starts the sandbox services: the scripted model (with --script)
@@ -128,6 +131,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	)
 	if tg != nil {
 		secrets = append(secrets, tg.token)
+		l.ToolGateway = tg.g
 	}
 	var once sync.Once
 	var stopErr error

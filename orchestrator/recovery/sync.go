@@ -16,7 +16,7 @@ type SyncReport struct {
 	// InPlace: the trajectory folder is the store; nothing to upload.
 	InPlace bool
 	// Uploaded are the keys saved, Unchanged the keys already in the store
-	// with the same size (immutable objects only).
+	// with the same content (size and SHA-256; immutable objects by size).
 	Uploaded  []string
 	Unchanged []string
 	Bytes     int64
@@ -36,7 +36,8 @@ func (r SyncReport) Err() error {
 	return upload.Report{Failed: r.Failed}.Err()
 }
 
-// Sync uploads a trajectory folder's objects that the store lacks: the
+// Sync uploads a trajectory folder's objects that the store lacks or holds
+// with other content (size, then SHA-256 compared): the
 // history bundles, repo.bundle, logs, run.json, and agent_trace.json last
 // (a reader that sees the trace finds the bundles). It is how a trajectory
 // recorded while the store was down reaches the store later, and it works
@@ -66,11 +67,9 @@ func Sync(ctx context.Context, l *folder.Located, log *slog.Logger) (SyncReport,
 	}
 	up := upload.New(ctx, l.Store, upload.Options{PendingFile: filepath.Join(l.Dir, folder.PendingName), Logger: log})
 	enqueue := func(o folder.Object) {
-		if o.Immutable {
-			if fi, err := l.Store.Stat(ctx, o.Key); err == nil && fi.Size == o.Size {
-				rep.Unchanged = append(rep.Unchanged, o.Key)
-				return
-			}
+		if inStore(ctx, l.Store, o) {
+			rep.Unchanged = append(rep.Unchanged, o.Key)
+			return
 		}
 		if err := up.Enqueue(o.Key, store.File(o.Path)); err != nil {
 			log.Warn("enqueue", "key", o.Key, "err", err)
@@ -97,4 +96,24 @@ func Sync(ctx context.Context, l *folder.Located, log *slog.Logger) (SyncReport,
 		return rep, fmt.Errorf("sync %s: %w", l.ID, err)
 	}
 	return rep, nil
+}
+
+// inStore reports whether the store holds o's content already: an
+// immutable object (a history bundle) by its size, any other by size and
+// digest (store.ObjectDigest: the backend's own, never a download from S3
+// for objects traj saved). Any doubt (an error) means upload.
+func inStore(ctx context.Context, st store.Store, o folder.Object) bool {
+	fi, err := st.Stat(ctx, o.Key)
+	if err != nil || fi.Size != o.Size {
+		return false
+	}
+	if o.Immutable {
+		return true
+	}
+	remote, err := store.ObjectDigest(ctx, st, o.Key)
+	if err != nil {
+		return false
+	}
+	local, err := store.SourceDigest(store.File(o.Path))
+	return err == nil && local == remote
 }

@@ -512,7 +512,7 @@ func (e *parquetExport) evaluations(ctx context.Context) error {
 // modelCalls writes the model gateway's record of the trajectory, when it
 // has one, a line at a time.
 func (e *parquetExport) modelCalls(ctx context.Context) error {
-	st, key := e.in.store, e.in.prefix+model.RecordName
+	st, key := e.in.store, e.in.prefix+store.ModelCallsName
 	err := st.Load(ctx, key, func(r io.Reader) error {
 		e.calls.reset()
 		_, err := model.ScanRecord(r, func(c model.Call) error {

@@ -40,7 +40,7 @@ func demoStore(t *testing.T) string {
 		})
 	}
 	writeEvaluation(t, filepath.Join(st, store.TrajectoriesDir, "syn-a", store.EvaluationName), "syn-a", 7)
-	writeModelCalls(t, filepath.Join(st, store.TrajectoriesDir, "syn-a", model.RecordName), 5)
+	writeModelCalls(t, filepath.Join(st, store.TrajectoriesDir, "syn-a", store.ModelCallsName), 5)
 	return st
 }
 
@@ -288,7 +288,7 @@ func TestParquetQueriedByDuckDB(t *testing.T) {
 	eq("demo subagent_sessions", trajs["demo"]["subagent_sessions"], 1)
 	eq("demo checkpoints", demo["commits"], 9)
 	eq("demo checkpoints with lines added", demo["with_lines"], 9)
-	totals, err := model.ReadRecord(filepath.Join(st, store.TrajectoriesDir, "syn-a", model.RecordName), nil)
+	totals, err := model.ReadRecord(filepath.Join(st, store.TrajectoriesDir, "syn-a", store.ModelCallsName), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

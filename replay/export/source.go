@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
 	"github.com/trajlab/traj/trace/store/ref"
@@ -207,7 +206,7 @@ func fingerprint(ctx context.Context, t *ref.Trajectory) (string, error) {
 	add := func(fi store.FileInfo) {
 		fmt.Fprintf(h, "%s\x00%d\x00%d\n", fi.Key, fi.Size, fi.ModTime.UnixNano())
 	}
-	for _, key := range []string{t.TraceKey(), t.Prefix + store.EvaluationName, t.Prefix + store.BundleName, t.Prefix + model.RecordName} {
+	for _, key := range []string{t.TraceKey(), t.Prefix + store.EvaluationName, t.Prefix + store.BundleName, t.Prefix + store.ModelCallsName} {
 		fi, err := t.Store.Stat(ctx, key)
 		switch {
 		case err == nil:

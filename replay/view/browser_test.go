@@ -129,6 +129,11 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#jump`), "3"),
 		chromedp.Click(chromedp.CSS(`#go`)),
 		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="3"][data-tab="part"] .tool-output`)))
+	run(t, ctx, "part 3 says what it did to the score", chromedp.WaitVisible(chromedp.CSS(`#effect .after`)))
+	if fx := text(t, ctx, `#effect`); !strings.Contains(fx, "→") || !strings.Contains(fx, "evaluation") {
+		t.Errorf("part 3's effect: %q", fx)
+	}
+	curveChecks(t, ctx)
 	detail := text(t, ctx, `#detail`)
 	for _, want := range []string{"Part 3", "sub-agent of ses_alpha", "wrote src/lexer.c", "Model calls", "scripted/tiny"} {
 		if !strings.Contains(detail, want) {
@@ -169,6 +174,37 @@ func TestBrowser(t *testing.T) {
 	n := js[int](t, ctx, `document.querySelectorAll("#compare-curve svg path").length`)
 	if suites := text(t, ctx, `#compare-suites`); n != 2 || !strings.Contains(suites, "extra") || !strings.Contains(suites, "basics") {
 		t.Errorf("compare page: %d curves, suites table:\n%s", n, suites)
+	}
+}
+
+// curveChecks attacks the curve's controls: the cursor follows the
+// selected part, a drag zooms (and the button resets), a legend entry
+// hides its line, and hovering reads the lines out.
+func curveChecks(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve line.cursor").length`); n != 1 {
+		t.Errorf("%d cursor lines at the selected part, want 1", n)
+	}
+	lines := js[int](t, ctx, `document.querySelectorAll("#curve path.line").length`)
+	js[bool](t, ctx, `document.querySelector("#curve .legend button.series").click() || true`)
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve path.line").length`); n != lines-1 {
+		t.Errorf("hiding a series leaves %d of %d lines", n, lines)
+	}
+	js[bool](t, ctx, `document.querySelector("#curve .legend button.series").click() || true`)
+	drag := `(() => { const s = document.querySelector("#curve .surface"), r = s.getBoundingClientRect(), y = r.top + r.height / 2;
+		const ev = (t, x) => new MouseEvent(t, {bubbles: true, clientX: x, clientY: y});
+		s.dispatchEvent(ev("mousedown", r.left + r.width * 0.1)); s.dispatchEvent(ev("mousemove", r.left + r.width * 0.5));
+		const ro = document.querySelector("#curve .readout").textContent;
+		window.dispatchEvent(ev("mouseup", r.left + r.width * 0.5)); return ro; })()`
+	if ro := js[string](t, ctx, drag); !strings.Contains(ro, "part ") || !strings.Contains(ro, "overall") || !strings.Contains(ro, "%") {
+		t.Errorf("hover readout %q", ro)
+	}
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve .zoom-reset").length`); n != 1 {
+		t.Fatalf("no reset button after a drag: the curve did not zoom")
+	}
+	js[bool](t, ctx, `document.querySelector("#curve .zoom-reset").click() || true`)
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve .zoom-reset").length`); n != 0 {
+		t.Errorf("reset zoom left the curve zoomed")
 	}
 }
 

@@ -44,7 +44,7 @@ type callIndex struct {
 // loadCalls reads the record of the trajectory at prefix in st, when it
 // has one (nil, nil when not), keeping each line's small fields.
 func loadCalls(ctx context.Context, st store.Store, prefix string) (*callIndex, error) {
-	key := prefix + model.RecordName
+	key := prefix + store.ModelCallsName
 	fi, err := st.Stat(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -104,7 +104,7 @@ type CallDetail struct {
 func loadCall(ctx context.Context, st store.Store, prefix string, seq int) (*CallDetail, error) {
 	var out *CallDetail
 	errFound := errors.New("found")
-	err := st.Load(ctx, prefix+model.RecordName, func(r io.Reader) error {
+	err := st.Load(ctx, prefix+store.ModelCallsName, func(r io.Reader) error {
 		_, err := model.ScanRecord(r, func(c model.Call) error {
 			if c.Seq != seq {
 				return nil

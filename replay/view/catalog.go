@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/ref"
@@ -238,7 +237,7 @@ func (t *trajectory) refreshEval(ctx context.Context) error {
 
 // refreshCalls (re)reads the model gateway's record when it changed.
 func (t *trajectory) refreshCalls(ctx context.Context) error {
-	fi, err := t.rt.Store.Stat(ctx, t.rt.Prefix+model.RecordName)
+	fi, err := t.rt.Store.Stat(ctx, t.rt.Prefix+store.ModelCallsName)
 	if errors.Is(err, store.ErrNotFound) {
 		t.calls = nil
 		return nil
@@ -258,7 +257,7 @@ func (t *trajectory) refreshCalls(ctx context.Context) error {
 }
 
 // indexCacheVersion changes whenever Index's encoding does.
-const indexCacheVersion = "view-index-2"
+const indexCacheVersion = "view-index-3"
 
 func (c *catalog) indexCachePath(uri string) string {
 	if c.cacheDir == "" {

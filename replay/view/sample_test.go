@@ -123,7 +123,7 @@ func sampleStore(t testing.TB, dir string) {
 			t.Fatal(err)
 		}
 		write(t, filepath.Join(out, store.BundleName), bundle)
-		write(t, filepath.Join(out, model.RecordName), gatewayRecord(t, tr, s.say))
+		write(t, filepath.Join(out, store.ModelCallsName), gatewayRecord(t, tr, s.say))
 		if !s.evaluate {
 			continue
 		}

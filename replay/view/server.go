@@ -231,6 +231,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/t/{id}/tree/{n}", s.apiTree)
 	mux.HandleFunc("GET /api/t/{id}/file/{n}", s.apiFile)
 	mux.HandleFunc("GET /api/t/{id}/tests", s.apiTests)
+	mux.HandleFunc("GET /api/t/{id}/effect/{n}", s.apiEffect)
 	mux.HandleFunc("GET /api/t/{id}/calls", s.apiCalls)
 	mux.HandleFunc("GET /api/t/{id}/calls/{seq}", s.apiCall)
 	mux.HandleFunc("GET /api/compare", s.apiCompare)

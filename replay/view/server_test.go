@@ -294,7 +294,7 @@ func TestLiveTrajectory(t *testing.T) {
 	}
 	var curve Curve
 	c.mustGet("/api/t/live/curve", &curve)
-	if len(curve.Points) != 3 || curve.Source != fromTrace {
+	if len(curve.Points) != 3 || curve.Source != fromRunTests {
 		t.Errorf("live curve = %+v", curve)
 	}
 	if err := w.EndTurn(trace.TurnEnd{EndedAt: tracetest.Time(30)}); err != nil {

@@ -18,6 +18,9 @@ import (
 //	trajectories/<id>/chunks/<offset>-….zst        one trace mutation each (names: chunk.Name)
 //	trajectories/<id>/evaluation.json              replay evaluate's report
 //	trajectories/<id>/logs/<name>                  run logs
+//	trajectories/<id>/logs/run.json                the run state (run.json of the trajectory folder)
+//	trajectories/<id>/model_calls.jsonl            the model gateway's record, one call a line
+//	trajectories/<id>/tool_calls.jsonl             the tool gateway's record, one call a line
 //	trajectories/<id>/summary.json                 the report's row, written when the trajectory ends
 //	evalcache/<key>.json                           evaluation results by content
 //	experiments/<name>/experiment.json             an experiment's spec and its trajectories
@@ -26,7 +29,12 @@ import (
 // Chunks and history bundles make a running trajectory durable in the store
 // part by part without re-uploading the growing trace; a reader rebuilds the
 // trace and the repository from them when the final objects are missing.
-// Chunk objects and their names are defined by package chunk.
+// Chunk objects and their names are defined by package chunk. The call
+// records are whole objects, uploaded again at every turn end and at the
+// end (they hold a few hundred bytes a call, digests and not bodies, and a
+// turn holds many calls: a turn-end copy keeps one object a reader loads
+// as it is, where chunks would need reassembling for a file that is small).
+// The trajectory folder holds the same names (run.json at its top).
 const (
 	TrajectoriesDir = "trajectories/"
 	TraceName       = "agent_trace.json"
@@ -37,6 +45,9 @@ const (
 	LogsDir         = "logs/"
 	EvalCacheDir    = "evalcache/"
 	SummaryName     = "summary.json"
+	ModelCallsName  = "model_calls.jsonl"
+	ToolCallsName   = "tool_calls.jsonl"
+	RunStateName    = "run.json"
 	ExperimentsDir  = "experiments/"
 	ProbesDir       = "probes/"
 )
@@ -71,6 +82,16 @@ func EvaluationKey(id string) string { return TrajectoryPrefix(id) + EvaluationN
 
 // LogKey is a log file of trajectory id; name must be a single key segment.
 func LogKey(id, name string) string { return TrajectoryPrefix(id) + LogsDir + name }
+
+// ModelCallsKey is the model gateway's record of trajectory id's calls.
+func ModelCallsKey(id string) string { return TrajectoryPrefix(id) + ModelCallsName }
+
+// ToolCallsKey is the tool gateway's record of trajectory id's calls.
+func ToolCallsKey(id string) string { return TrajectoryPrefix(id) + ToolCallsName }
+
+// RunStateKey is trajectory id's run.json in the store, among its logs (the
+// trajectory folder keeps it at its top).
+func RunStateKey(id string) string { return LogKey(id, RunStateName) }
 
 // SummaryKey is the per-trajectory summary the report reads instead of the
 // trace (it names the trace size it was made from).

@@ -18,6 +18,10 @@ func TestLayout(t *testing.T) {
 		store.EvaluationKey("t1"):       "trajectories/t1/evaluation.json",
 		store.LogKey("t1", "run.log"):   "trajectories/t1/logs/run.log",
 		store.EvalCacheKey("ab12"):      "evalcache/ab12.json",
+		store.ModelCallsKey("t1"):       "trajectories/t1/model_calls.jsonl",
+		store.ToolCallsKey("t1"):        "trajectories/t1/tool_calls.jsonl",
+		store.RunStateKey("t1"):         "trajectories/t1/logs/run.json",
+		store.SummaryKey("t1"):          "trajectories/t1/summary.json",
 	}
 	for got, want := range cases {
 		if got != want {

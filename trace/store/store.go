@@ -65,6 +65,9 @@ type FileInfo struct {
 	Key     string
 	Size    int64
 	ModTime time.Time
+	// SHA256 is the content's digest (hex) when the backend keeps one
+	// (S3: saved with the object), else "". Stat fills it; List need not.
+	SHA256 string
 }
 
 // LocalPather is implemented by stores whose objects are plain files, so a

@@ -10,9 +10,6 @@ import (
 	"github.com/trajlab/traj/trace"
 )
 
-// RecordName is the model-call record's file name in a trajectory folder.
-const RecordName = "model_calls.jsonl"
-
 // Call is one line of the model-call record.
 type Call struct {
 	Seq       int    `json:"seq"`

@@ -29,4 +29,13 @@
 // with other arguments or another tool is refused (409). Every completed
 // call is listed once by Calls and, when Options.Record is set, appended
 // as one JSON line (tool_calls.jsonl beside the trace).
+//
+// The token is within the agent's reach: the harness that starts the stub
+// (and holds the token in the stub's environment and its own MCP
+// configuration) runs as the agent's user in the agent's sandbox, so the
+// agent can read /proc/<stub>/environ and call the gateway itself.
+// Nothing keeps it from doing so; what keeps the record true is that the
+// recorder claims each call a harness part carries (Claim) and writes the
+// others into the trace (Unclaimed: the trace's gateway_calls), so every
+// call the gateway answered is in the trace once.
 package tool

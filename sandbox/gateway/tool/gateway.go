@@ -82,6 +82,10 @@ type flight struct {
 	call Call
 	args []byte
 	done chan struct{}
+	// end is when the call completed; claimed: a harness part carries it;
+	// taken: Unclaimed has returned it.
+	end            time.Time
+	claimed, taken bool
 }
 
 // New checks opts and returns a Gateway; Listen or ServeHTTP serve it.
@@ -252,7 +256,8 @@ func (g *Gateway) run(t Tool, f *flight) {
 	res := t.Run(context.WithValue(g.ctx, callIDKey{}, f.call.ToolCallID), f.call.Arguments)
 	g.mu.Lock()
 	f.call.Result = res
-	f.call.DurationMS = time.Since(f.call.Start).Milliseconds()
+	f.end = time.Now()
+	f.call.DurationMS = f.end.Sub(f.call.Start).Milliseconds()
 	g.done = append(g.done, f)
 	call := f.call
 	close(f.done)
@@ -264,6 +269,34 @@ func (g *Gateway) run(t Tool, f *flight) {
 		}
 	}
 	g.mu.Unlock()
+}
+
+// Claim marks the call toolCallID as carried by a harness part: the
+// recorder found it in a tool result the harness reported, so Unclaimed
+// never returns it.
+func (g *Gateway) Claim(toolCallID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f, ok := g.calls[toolCallID]; ok {
+		f.claimed = true
+	}
+}
+
+// Unclaimed returns, once each and in completion order, the completed
+// calls that no harness part claimed and that completed before t: calls
+// that did not come through the harness (the agent used the stub's token
+// itself), for the recorder to take into the trace.
+func (g *Gateway) Unclaimed(t time.Time) []Call {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []Call
+	for _, f := range g.done {
+		if !f.claimed && !f.taken && f.end.Before(t) {
+			f.taken = true
+			out = append(out, f.call)
+		}
+	}
+	return out
 }
 
 type callIDKey struct{}

@@ -351,3 +351,34 @@ func TestStubGivesUp(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestUnclaimed: a call a harness part claims is never returned; a call
+// nobody claims (made with the token outside the harness) is returned
+// once, and only when it completed before the time asked.
+func TestUnclaimed(t *testing.T) {
+	rt := newRunTests()
+	close(rt.release)
+	g := startGateway(t, rt.tool())
+	harness := &Stub{URL: "http://" + g.Addr(), Token: testToken, NewID: func() string { return "tc_harness" }}
+	direct := &Stub{URL: "http://" + g.Addr(), Token: testToken, NewID: func() string { return "tc_direct" }}
+	before := time.Now()
+	for _, s := range []*Stub{harness, direct} {
+		if _, err := s.Call(t.Context(), "run_tests", map[string]any{"test_path": "basics"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Claim("tc_harness")
+	if got := g.Unclaimed(before); len(got) != 0 {
+		t.Fatalf("Unclaimed(before the calls) = %+v, want none", got)
+	}
+	got := g.Unclaimed(time.Now().Add(time.Second))
+	if len(got) != 1 || got[0].ToolCallID != "tc_direct" || got[0].Result.Text == "" {
+		t.Fatalf("Unclaimed = %+v, want the direct call with its answer", got)
+	}
+	if again := g.Unclaimed(time.Now().Add(time.Second)); len(again) != 0 {
+		t.Fatalf("a call returned twice: %+v", again)
+	}
+	if n := len(g.Calls()); n != 2 {
+		t.Fatalf("Calls lists %d, want 2", n)
+	}
+}

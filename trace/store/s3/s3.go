@@ -133,6 +133,12 @@ func (s *Store) objectKey(key string) (string, error) {
 	return s.prefix + key, nil
 }
 
+// digestMeta is the user metadata (x-amz-meta-sha256) Save gives every
+// object: the SHA-256 of its content, which Stat returns so a sync can
+// compare objects without downloading them (an ETag is no content digest
+// for a multipart upload).
+const digestMeta = "sha256"
+
 // Save implements store.Store: one PutObject up to the part size, a
 // multipart upload above it.
 func (s *Store) Save(ctx context.Context, key string, src store.Source) error {
@@ -140,15 +146,23 @@ func (s *Store) Save(ctx context.Context, key string, src store.Source) error {
 	if err != nil {
 		return err
 	}
-	rc, size, err := src.Open()
+	sum, err := store.SourceDigest(src)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", s.URI(key), store.Permanent(err)) // a retry cannot bring the source back
 	}
+	rc, size, err := src.Open()
+	if err != nil {
+		return fmt.Errorf("save %s: %w", s.URI(key), store.Permanent(err))
+	}
 	defer rc.Close()
+	if size != sum.Size {
+		return fmt.Errorf("save %s: source changed while read (%d bytes, then %d)", s.URI(key), sum.Size, size)
+	}
+	meta := map[string]string{digestMeta: sum.SHA256}
 	if size > s.partSize {
-		err = s.saveMultipart(ctx, okey, rc, size)
+		err = s.saveMultipart(ctx, okey, rc, size, meta)
 	} else {
-		err = s.savePut(ctx, okey, rc, size)
+		err = s.savePut(ctx, okey, rc, size, meta)
 	}
 	if err != nil {
 		return fmt.Errorf("save %s: %w", s.URI(key), classify(err))
@@ -156,7 +170,7 @@ func (s *Store) Save(ctx context.Context, key string, src store.Source) error {
 	return nil
 }
 
-func (s *Store) savePut(ctx context.Context, okey string, rc io.Reader, size int64) error {
+func (s *Store) savePut(ctx context.Context, okey string, rc io.Reader, size int64, meta map[string]string) error {
 	body, err := section(rc, 0, size, nil)
 	if err != nil {
 		return err
@@ -167,6 +181,7 @@ func (s *Store) savePut(ctx context.Context, okey string, rc io.Reader, size int
 		Body:              body,
 		ContentLength:     aws.Int64(size),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		Metadata:          meta,
 	})
 	return err
 }
@@ -188,7 +203,7 @@ func section(r io.Reader, off, n int64, buf []byte) (io.ReadSeeker, error) {
 	return bytes.NewReader(buf), nil
 }
 
-func (s *Store) saveMultipart(ctx context.Context, okey string, rc io.Reader, size int64) error {
+func (s *Store) saveMultipart(ctx context.Context, okey string, rc io.Reader, size int64, meta map[string]string) error {
 	partSize := s.partSize
 	for (size+partSize-1)/partSize > maxParts {
 		partSize *= 2
@@ -197,6 +212,7 @@ func (s *Store) saveMultipart(ctx context.Context, okey string, rc io.Reader, si
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(okey),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		Metadata:          meta,
 	})
 	if err != nil {
 		return fmt.Errorf("create multipart upload: %w", err)
@@ -277,7 +293,8 @@ func (s *Store) Stat(ctx context.Context, key string) (store.FileInfo, error) {
 	if err != nil {
 		return store.FileInfo{}, fmt.Errorf("stat %s: %w", s.URI(key), classify(err))
 	}
-	return store.FileInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+	return store.FileInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified),
+		SHA256: out.Metadata[digestMeta]}, nil
 }
 
 // List implements store.Store.

@@ -37,6 +37,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) store.Store, opts 
 	}{
 		{"SaveLoadStat", testSaveLoadStat},
 		{"Overwrite", testOverwrite},
+		{"Digest", testDigest},
 		{"NotFound", testNotFound},
 		{"List", testList},
 		{"Remove", testRemove},
@@ -122,6 +123,28 @@ func testOverwrite(t *testing.T, s store.Store) {
 	}
 	if got := keys(t, s, ""); len(got) != 1 || got[0] != key {
 		t.Fatalf("after overwrite list = %q, want just %q", got, key)
+	}
+}
+
+// testDigest: store.ObjectDigest of a saved object is the digest of what
+// was saved, also after an overwrite with the same size (what sync relies
+// on to skip an object), and a missing key is ErrNotFound.
+func testDigest(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	key := "t/records.jsonl"
+	for _, body := range []string{"version one\n", "version two\n"} {
+		save(t, s, key, []byte(body))
+		want, err := store.SourceDigest(store.Bytes(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.ObjectDigest(ctx, s, key)
+		if err != nil || got != want {
+			t.Fatalf("digest of %q: %+v, %v; want %+v", body, got, err, want)
+		}
+	}
+	if _, err := store.ObjectDigest(ctx, s, "t/missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("digest of a missing key: %v, want ErrNotFound", err)
 	}
 }
 

@@ -6,6 +6,7 @@ package clitest
 import (
 	"context"
 	"fmt"
+	"github.com/trajlab/traj/trace/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,7 +96,7 @@ func StartModel(t testing.TB, script string, price *agent.Price) *Model {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 	m := &Model{Scripted: srv, Token: "traj-tok-" + fmt.Sprint(time.Now().UnixNano()),
-		RealKey: "sk-real-test-key-4f9a2c", RecordPath: filepath.Join(t.TempDir(), model.RecordName)}
+		RealKey: "sk-real-test-key-4f9a2c", RecordPath: filepath.Join(t.TempDir(), store.ModelCallsName)}
 	rec, err := os.Create(m.RecordPath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,124 @@
+package groundtruth
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/mcp"
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/sandbox"
+)
+
+// TestBudgetLimits: the run's share is divided among the slots, with a
+// floor, whatever the agent's own limits say.
+func TestBudgetLimits(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		slots int
+		total sandbox.Limits
+		want  sandbox.Limits
+	}{
+		{"defaults", 0, sandbox.Limits{}, sandbox.Limits{Memory: sandbox.DefaultMemory / DefaultSlots, Processes: sandbox.DefaultProcesses}},
+		{"agent 2g, 2 cpus", 2, sandbox.Limits{Memory: 2 << 30, CPUs: 2, Processes: 100}, sandbox.Limits{Memory: 1 << 30, CPUs: 1, Processes: 100}},
+		{"floor", 8, sandbox.Limits{Memory: 1 << 30}, sandbox.Limits{Memory: minEvalMemory, Processes: sandbox.DefaultProcesses}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewBudget(c.slots, c.total)
+			if got := b.Limits(); got != c.want {
+				t.Errorf("limits %+v, want %+v", got, c.want)
+			}
+			if c.slots > 0 && b.Slots() != c.slots {
+				t.Errorf("slots %d, want %d", b.Slots(), c.slots)
+			}
+		})
+	}
+}
+
+// gatedRunner is an evaluator held at a gate, answering one run per path
+// (a fake for the budget's logic; real sandboxes are tested elsewhere).
+type gatedRunner struct {
+	gate    chan struct{}
+	started atomic.Int32
+}
+
+func (g *gatedRunner) Version() string { return "gated-1" }
+
+func (g *gatedRunner) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
+	p, err := g.EvaluateDetailed(ctx, dir, paths)
+	return p.Result, err
+}
+
+func (g *gatedRunner) EvaluateDetailed(ctx context.Context, dir string, paths []string) (evalbox.Payload, error) {
+	g.started.Add(1)
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return evalbox.Payload{}, ctx.Err()
+	}
+	p := evalbox.Payload{Result: replay.Result{Suites: map[string]replay.SuiteResult{}}}
+	for _, path := range paths {
+		p.Result.Suites[path] = replay.SuiteResult{}
+		p.Runs = append(p.Runs, environment.Result{Path: path, Cases: []environment.CaseResult{}})
+	}
+	return p, nil
+}
+
+// TestBudgetShared: with one slot, a run_tests call waits while ground
+// truth evaluates, starts only when it is done, and its answer says it
+// waited and why.
+func TestBudgetShared(t *testing.T) {
+	repo, commit := history(t)
+	c1 := commit("one")
+	ev := &gatedRunner{gate: make(chan struct{})}
+	b := NewBudget(1, sandbox.Limits{})
+	paths := []string{"basics/smoke"}
+	gt := &Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}
+	env, err := ccompiler.New(ccompiler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}, env, repo.Snapshot, mcp.FeedbackCounts)
+	runTests, err := tt.Tool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	scored := make(chan error, 1)
+	go func() {
+		_, err := gt.Score(ctx, 1, c1)
+		scored <- err
+	}()
+	waitFor(t, func() bool { return ev.started.Load() == 1 })
+	answered := make(chan string, 1)
+	go func() {
+		answered <- runTests.Run(ctx, json.RawMessage(`{"test_path":"basics/smoke"}`)).Text
+	}()
+	const held = 300 * time.Millisecond
+	time.Sleep(held)
+	if n := ev.started.Load(); n != 1 {
+		t.Fatalf("%d evaluations started with one slot held by ground truth", n)
+	}
+	close(ev.gate)
+	if err := <-scored; err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		StatusCode int    `json:"status_code"`
+		WaitedMS   int64  `json:"waited_ms"`
+		Waited     string `json:"waited"`
+	}
+	text := <-answered
+	if err := json.Unmarshal([]byte(text), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.StatusCode != 200 || got.WaitedMS < held.Milliseconds() || !strings.Contains(got.Waited, "evaluation slot") {
+		t.Fatalf("run_tests answer %s: want status 200 and a wait of at least %v said in the answer", text, held)
+	}
+}
