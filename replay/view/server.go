@@ -232,6 +232,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/t/{id}/file/{n}", s.apiFile)
 	mux.HandleFunc("GET /api/t/{id}/tests", s.apiTests)
 	mux.HandleFunc("GET /api/t/{id}/effect/{n}", s.apiEffect)
+	mux.HandleFunc("GET /api/t/{id}/search", s.apiSearch)
+	mux.HandleFunc("GET /api/t/{id}/nav/{n}", s.apiNav)
 	mux.HandleFunc("GET /api/t/{id}/calls", s.apiCalls)
 	mux.HandleFunc("GET /api/t/{id}/calls/{seq}", s.apiCall)
 	mux.HandleFunc("GET /api/compare", s.apiCompare)

@@ -299,6 +299,21 @@
     const byPart = el("button", { class: "on", id: "by-part", onclick: () => { st.by = "part"; chartBox._zoom = null; byPart.className = "on"; byTime.className = ""; drawCurve(); } }, "by part");
     const byTime = el("button", { id: "by-time", onclick: () => { st.by = "time"; chartBox._zoom = null; byTime.className = "on"; byPart.className = ""; drawCurve(); } }, "by time");
     const jumpBox = el("input", { type: "number", id: "jump", min: 1, placeholder: "part #", onkeydown: (e) => { if (e.key === "Enter") jump(parseInt(jumpBox.value, 10)); } });
+    // Search runs on the server over every part's recorded text, tool
+    // input and output; a hit opens its part.
+    const hitsBox = el("div", { class: "hits hidden", id: "hits" });
+    const onlyCommitted = el("input", { type: "checkbox", id: "only-committed" });
+    const onlyTests = el("input", { type: "checkbox", id: "only-run-tests" });
+    const searchBox = el("input", { type: "search", id: "search", placeholder: "search parts…", size: 18, onkeydown: (e) => { if (e.key === "Enter") search(searchBox.value); if (e.key === "Escape") hitsBox.classList.add("hidden"); } });
+    async function search(q) {
+      clear(hitsBox);
+      if (!q) { hitsBox.classList.add("hidden"); return; }
+      hitsBox.classList.remove("hidden");
+      let d;
+      try { d = await api("/api/t/" + enc(id) + "/search?q=" + enc(q) + (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "")); } catch (e) { add(hitsBox, el("div", { class: "bad" }, e.message)); return; }
+      add(hitsBox, el("div", { class: "muted" }, d.total + " parts match" + (d.total > d.hits.length ? " (first " + d.hits.length + " shown)" : ""), " ", el("a", { onclick: () => hitsBox.classList.add("hidden") }, "close")),
+        d.hits.map((h) => el("div", { class: "hit", "data-part": h.part, onclick: () => jump(h.part) }, el("b", {}, "part " + h.part), " ", el("span", { class: "mono" }, h.snippet))));
+    }
     const followBox = el("input", { type: "checkbox", id: "follow", onchange: (e) => { st.follow = e.target.checked; if (st.follow) jump(st.total); } });
     const tl = el("div", { class: "timeline", id: "timeline" });
     const spacer = el("div", { class: "spacer" });
@@ -311,6 +326,9 @@
         el("div", { class: "timeline-wrap" },
           el("div", { class: "toolbar" }, el("b", {}, "Parts"), jumpBox, el("button", { id: "go", onclick: () => jump(parseInt(jumpBox.value, 10)) }, "Go"),
             el("label", { class: "muted" }, followBox, " follow new parts"), el("span", { class: "muted", id: "total" })),
+          el("div", { class: "toolbar" }, searchBox, el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests"),
+            el("span", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change")),
+          hitsBox,
           tl),
         detail));
     let curve = null;
@@ -405,7 +423,7 @@
         if (before && before.turn !== r.turn) div.classList.add("turn-start");
         const ind = el("span", { class: "ind" });
         ind.style.width = (r.depth * 16) + "px";
-        add(div, el("span", { class: "n" }, r.part), el("span", { class: "t" }, clock(r.time)), ind,
+        add(div, el("span", { class: "n" }, r.part), el("span", { class: "t" }, clock(r.time)), el("span", { class: "el" }, st.meta && st.meta.first_time && r.time ? "+" + dur((r.time - st.meta.first_time) / 1000) : ""), ind,
           r.depth > 0 ? el("span", { class: "badge sub", title: "sub-agent session " + r.session }, "sub") : null,
           el("span", { class: "k k-" + r.kind }, r.tool ? r.tool : r.kind),
           el("span", { class: "title" }, r.title),
@@ -703,9 +721,28 @@
       } catch (e) { status("error: " + e.message); if (first) { clear(app); add(app, el("p", { class: "bad" }, e.message)); } }
       if (!st.stopped && (first || (st.meta && st.meta.running))) st.timer = setTimeout(() => refresh(false), POLL_MS);
     }
+    async function checkpoint(dir) {
+      const d = await api("/api/t/" + enc(id) + "/nav/" + (st.sel || 0) + "?dir=" + dir);
+      if (d.part) jump(d.part);
+    }
+    function onKey(e) {
+      if (e.target && (e.target.tagName === "INPUT" || e.target.tagName === "TEXTAREA")) return;
+      const fx = st.effect && st.effect.part === st.sel ? st.effect : null;
+      switch (e.key) {
+        case "j": jump(Math.min((st.sel || 0) + 1, st.total)); break;
+        case "k": jump(Math.max((st.sel || 2) - 1, 1)); break;
+        case "n": checkpoint("next"); break;
+        case "p": checkpoint("prev"); break;
+        case "]": if (fx && fx.next_change) jump(fx.next_change); break;
+        case "[": if (fx && fx.prev_change) jump(fx.prev_change); break;
+        default: return;
+      }
+      e.preventDefault();
+    }
+    document.addEventListener("keydown", onKey);
     window.trajView = { jump, select, state: st };
     refresh(true);
-    return () => { st.stopped = true; clearTimeout(st.timer); window.trajView = null; };
+    return () => { st.stopped = true; clearTimeout(st.timer); window.trajView = null; document.removeEventListener("keydown", onKey); };
   }
 
   // ---------- compare page ----------
