@@ -105,7 +105,9 @@ var advHarnesses = []advHarness{
 	{
 		name: claudecode.HarnessName, locate: claudecode.Binary.Locate,
 		shell: func(cmd, desc string) map[string]any {
-			return map[string]any{"name": "Bash", "args": map[string]any{"command": cmd, "description": desc}}
+			// Its longest timeout (10 min; 2 min by default, after which the
+			// command is moved to the background without its result).
+			return map[string]any{"name": "Bash", "args": map[string]any{"command": cmd, "description": desc, "timeout": 600000}}
 		},
 		hijack: func(ws string) string {
 			mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"evil": map[string]any{"type": "stdio",
