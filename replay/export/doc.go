@@ -77,8 +77,9 @@
 //
 //	trajectory_id          trajectory id
 //	trace_schema_version   null; the trace's schema_version ("0": the original recorder)
-//	harness                the agent program (trace "agent": opencode, …)
-//	harness_version        null; the harness's version when its session objects say it
+//	harness                the agent program: opencode, claude-code, codex (the
+//	                       trace's "agent" is name@version)
+//	harness_version        null; the harness's version from the trace's "agent"
 //	model                  PROVIDER/MODEL (trace "agent_model")
 //	task, environment, environment_version, session_id   null
 //	started_at, ended_at   null; ended_at from session_end
@@ -198,8 +199,8 @@
 //	extra.traj             on each agent entry: message_id, session_id and parts —
 //	                       every part's trace record verbatim (index, timestamp,
 //	                       commit and checkpoint, run_tests calls, tokens, sessions,
-//	                       messages, uncounted parts) with its harness object minus
-//	                       the fields moved above; on the document: schema
+//	                       messages, uncounted parts) with its harness object
+//	                       verbatim; on the document: schema
 //	                       versions, task, environment, session_end, artifacts,
 //	                       turns (with trailing parts), usage that reached no entry
 //
