@@ -20,6 +20,13 @@
 // does). A trajectory that cannot be read is reported and skipped; the
 // command then exits 1.
 //
+// A part's text, tool name, call id, input, output, status, error and
+// sub-agent session come from the harness's reader (sandbox/harness.Reader
+// for the trace's "agent", name@version), the adapter that recorded the
+// part; this package decodes no harness object, so every harness exports
+// alike. Schema 2: harness is the name without the version (harness_version
+// holds it), and ATIF's extra keeps each part's harness object verbatim.
+//
 // # Layout, versions, incremental export
 //
 //	DIR/export.json                    manifest: format, schema_version, value cap,
