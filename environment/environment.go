@@ -13,7 +13,8 @@ type Environment interface {
 	// Build runs the workspace's build (for the C compiler, `bash build.sh`
 	// producing ./cc). A failed or missing build is reported in the result,
 	// never as a panic or an error.
-	Build(ctx context.Context, workspace string) BuildResult
+	// x runs it (nil: Host, for trusted trees).
+	Build(ctx context.Context, workspace string, x Executor) BuildResult
 	// TestPaths lists every valid test path given the suites present,
 	// in a stable, documented order.
 	TestPaths() []string
@@ -70,6 +71,9 @@ type RunOptions struct {
 	// Progress, when set, is called after each case with cases done and
 	// the total. Calls are serialised.
 	Progress func(done, total int)
+	// Executor runs the build, each compile and each program (nil: Host,
+	// for trusted trees; replay/evalbox's for untrusted ones).
+	Executor Executor
 }
 
 // BuildResult is the outcome of the workspace build.
@@ -95,6 +99,17 @@ type Result struct {
 	Build      BuildResult  `json:"build"`
 	DurationMS int64        `json:"duration_ms"`
 	Cases      []CaseResult `json:"cases"`
+	// Voided lists the suites whose score was voided because a control
+	// (a program generated for this evaluation that any real compiler
+	// gets right and a compiler ignoring its input gets wrong) failed:
+	// their cases count as failed, each with the reason.
+	Voided []Void `json:"voided,omitempty"`
+}
+
+// Void is one suite voided by its controls.
+type Void struct {
+	Suite  string `json:"suite"`
+	Reason string `json:"reason"`
 }
 
 // CaseResult is one test case. Expected fields are omitted when the suite

@@ -53,14 +53,14 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 			return nil, fmt.Errorf("evaluation sandbox: %w", err)
 		}
 	}
-	if s.Task.DenyCCompiler && provider != sandbox.ProviderBwrap {
-		return nil, fmt.Errorf("task %s: deny_c_compiler needs bwrap evaluation sandboxes (--sandbox bwrap; this run: %s)", s.Task.Name, provider)
+	if err := evalbox.CheckProvider(provider, s.Task.DenyCCompiler); err != nil {
+		return nil, fmt.Errorf("task %s: %w (--sandbox bwrap)", s.Task.Name, err)
 	}
 	// One budget for every evaluation of the run: the agent's share of
 	// the host (its sandbox's limits), divided among the slots.
 	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits))
 	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
-		return &evalbox.Evaluator{Provider: provider, TrajBin: opts.TrajBin, TestsDir: opts.TestsDir,
+		return &evalbox.Evaluator{Provider: provider, Env: env,
 			EnvVersion: EnvironmentVersion(env, s.Task), Limits: budget.Limits(), Nice: nice, CaseWorkers: caseWorkers,
 			DenyCCompiler: s.Task.DenyCCompiler}
 	}

@@ -21,6 +21,9 @@ type EnvironmentEvaluator struct {
 	TreeWorkers int
 	// OnCase, when set, is called after each test case (progress).
 	OnCase func()
+	// Executor runs the tree's build, compiles and programs (nil: on the
+	// host, for trusted trees; replay/evalbox's sandboxes otherwise).
+	Executor environment.Executor
 }
 
 // Version implements Evaluator.
@@ -44,11 +47,11 @@ func (e *EnvironmentEvaluator) EvaluateDetailed(ctx context.Context, dir string,
 		}
 		workers = max(1, runtime.NumCPU()/trees)
 	}
-	build := e.Env.Build(ctx, dir)
+	build := e.Env.Build(ctx, dir, e.Executor)
 	if err := ctx.Err(); err != nil {
 		return Result{}, nil, err
 	}
-	opts := environment.RunOptions{Workers: workers, Prebuilt: &build}
+	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
 	runs := make([]environment.Result, 0, len(paths))
 	for _, p := range paths {
@@ -69,6 +72,11 @@ func (e *EnvironmentEvaluator) EvaluateDetailed(ctx context.Context, dir string,
 		if !r.Build.OK {
 			s.Error = "build failed: " + r.Build.Error
 		}
+		var voids []string
+		for _, v := range r.Voided {
+			voids = append(voids, v.Suite+": "+v.Reason)
+		}
+		s.Void = strings.Join(voids, "; ")
 		for _, c := range r.Cases {
 			s.Cases = append(s.Cases, CaseResult{Name: c.Name, Passed: c.Passed})
 		}

@@ -20,6 +20,9 @@ type SuiteResult struct {
 	Cases  []CaseResult `json:"cases,omitempty"`
 	// Error says why the suite could not run (for example the build failed).
 	Error string `json:"error,omitempty"`
+	// Void says why the suite's score was voided (a control failed: see
+	// environment/ccompiler's doc); Passed is then 0.
+	Void string `json:"void,omitempty"`
 }
 
 // Result is the outcome of every requested test path at one repository

@@ -170,9 +170,21 @@ func insideEnv(opts Options, spec ServiceSpec) []string {
 
 // args is bwrap's command line for spec.
 func (b *Bwrap) args(spec ServiceSpec) []string {
+	a := bwrapBase(b.etc, b.opts.Network)
+	a = append(a, bwrapMounts(b.table)...)
+	a = append(a, "--bind", b.bridge.in, bridgeIn, "--ro-bind", b.bridge.out, bridgeOut, "--remount-ro", "/")
+	a = append(a, "--chdir", spec.Dir, "--")
+	return append(a, b.bridge.relayArgs(spec.Name, b.opts.Network, b.opts.Gateways, append([]string{spec.Path}, spec.Args...))...)
+}
+
+// bwrapBase is the start of every bwrap command line: new namespaces, the
+// host's /usr (and the /bin, /lib… links or folders) and a few /etc
+// files read-only, traj's passwd and group (etc), a private /proc, /dev,
+// /tmp and HOME.
+func bwrapBase(etc string, network Network) []string {
 	a := []string{"--unshare-all", "--unshare-user", "--uid", InsideUID, "--gid", InsideGID,
 		"--hostname", "traj-sandbox", "--die-with-parent", "--cap-drop", "ALL"}
-	if b.opts.Network == NetworkFull {
+	if network == NetworkFull {
 		a = append(a, "--share-net")
 	}
 	a = append(a, "--ro-bind", "/usr", "/usr")
@@ -191,12 +203,17 @@ func (b *Bwrap) args(spec ServiceSpec) []string {
 	for _, f := range etcFiles {
 		a = append(a, "--ro-bind-try", "/etc/"+f, "/etc/"+f)
 	}
-	a = append(a, "--ro-bind", filepath.Join(b.etc, "passwd"), "/etc/passwd",
-		"--ro-bind", filepath.Join(b.etc, "group"), "/etc/group",
+	return append(a, "--ro-bind", filepath.Join(etc, "passwd"), "/etc/passwd",
+		"--ro-bind", filepath.Join(etc, "group"), "/etc/group",
 		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", InsideHome)
-	// Parents before children (a mount inside the workspace or HOME).
-	mounts := append([]Mount(nil), b.table...)
+}
+
+// bwrapMounts binds each mount, parents before children (a mount inside
+// the workspace or HOME).
+func bwrapMounts(table []Mount) []string {
+	mounts := append([]Mount(nil), table...)
 	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].Inside) < len(mounts[j].Inside) })
+	var a []string
 	for _, m := range mounts {
 		flag := "--ro-bind"
 		if m.Writable {
@@ -204,7 +221,5 @@ func (b *Bwrap) args(spec ServiceSpec) []string {
 		}
 		a = append(a, flag, m.Host, m.Inside)
 	}
-	a = append(a, "--bind", b.bridge.in, bridgeIn, "--ro-bind", b.bridge.out, bridgeOut, "--remount-ro", "/")
-	a = append(a, "--chdir", spec.Dir, "--")
-	return append(a, b.bridge.relayArgs(spec.Name, b.opts.Network, b.opts.Gateways, append([]string{spec.Path}, spec.Args...))...)
+	return a
 }

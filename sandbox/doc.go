@@ -58,7 +58,9 @@
 // sandboxes or the operator's home. The caller decides Mounts; the
 // orchestrator lists the harness's binary and state folders for the
 // agent's sandbox (never the test suites: run_tests runs behind the tool
-// gateway), and the fixtures (read-only) for an evaluation sandbox.
+// gateway). Evaluations use Actions (action.go): a fresh sandbox per
+// build, compile or program, showing only the mounts given for it
+// (replay/evalbox decides them; never a fixture).
 //
 // # Measured here (2 cores, Debian 12, root, cgroup v1 hybrid)
 //

@@ -5,73 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler"
-	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/replay/evalbox"
-	"github.com/trajlab/traj/trace/atomicfile"
 )
 
 // EnvCmd groups the test-environment commands.
 type EnvCmd struct {
-	Test     EnvTestCmd     `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
-	Evaluate EnvEvaluateCmd `cmd:"" hidden:"" help:"Inside an evaluation sandbox: build once, run test paths, write the signed result (replay/evalbox)."`
-}
-
-// EnvEvaluateCmd is what an evaluation sandbox runs (replay/evalbox): it
-// reads and deletes the key before the tree's build runs, then writes
-// the result signed with it.
-type EnvEvaluateCmd struct {
-	Paths     []string `arg:"" help:"Test paths."`
-	Workspace string   `required:"" type:"existingdir" help:"The tree to build and test."`
-	TestsDir  string   `name:"tests-dir" type:"path" help:"Fixtures root."`
-	Out       string   `required:"" type:"existingdir" help:"Folder holding the key; the signed result is written here."`
-	Workers   int      `help:"Cases run at once (0 = number of CPUs)." default:"0"`
-	Detail    bool     `help:"Also report each path's full environment result (every case's expected and actual output)."`
-	Nice      int      `help:"Lower this process's CPU priority by N (0-19) before the build; the tree's processes inherit it." default:"0"`
-}
-
-func (c *EnvEvaluateCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Nice > 0 {
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, min(c.Nice, 19)); err != nil {
-			return fmt.Errorf("set evaluation priority: %w", err)
-		}
-	}
-	keyPath := filepath.Join(c.Out, evalbox.KeyFile)
-	key, err := os.ReadFile(keyPath)
-	if err != nil {
-		return fmt.Errorf("read evaluation key: %w", err)
-	}
-	if err := os.Remove(keyPath); err != nil {
-		return fmt.Errorf("remove evaluation key: %w", err)
-	}
-	env, err := ccompiler.New(ccompiler.Config{TestsDir: c.TestsDir})
-	if err != nil {
-		return &exitError{2, err}
-	}
-	ev := &replay.EnvironmentEvaluator{Env: env, CaseWorkers: c.Workers}
-	res, runs, err := ev.EvaluateDetailed(ctx, c.Workspace, c.Paths)
-	if err != nil {
-		return err
-	}
-	p := evalbox.Payload{Result: res}
-	if c.Detail {
-		p.Runs = runs
-	}
-	mac, err := evalbox.Sign(key, p)
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(evalbox.Signed{Payload: p, MAC: mac})
-	if err != nil {
-		return fmt.Errorf("encode evaluation result: %w", err)
-	}
-	return atomicfile.WriteBytes(filepath.Join(c.Out, evalbox.ResultFile), data)
+	Test EnvTestCmd `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
 }
 
 // envFlags are shared by `env test` and `mcp`.

@@ -10,7 +10,7 @@ import (
 
 // TestMain lets this test binary stand in for traj where a command runs
 // traj's own executable inside a sandbox (replay evaluate's evaluation
-// sandbox runs `env evaluate` behind the relay).
+// sandbox runs its services behind the relay).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -18,8 +18,6 @@ func TestMain(m *testing.M) {
 			os.Exit(relay.Main(os.Args[2:]))
 		case xec.GuardCommand:
 			os.Exit(xec.GuardMain(os.Args[2:]))
-		case "env":
-			os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 		}
 	}
 	os.Exit(m.Run())

@@ -175,37 +175,32 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		opts.Cache = source.Cache(st)
 	}
-	var ev replay.Evaluator = &replay.EnvironmentEvaluator{Env: env, TreeWorkers: c.Workers, OnCase: bar.Case}
-	if e := t.Trace.Environment; c.Sandbox == sandbox.ProviderLocal && e != nil && strings.HasSuffix(e.Version, evalbox.DenyCCompilerVersion) {
-		return usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations (deny_c_compiler): that needs a bwrap sandbox, not --sandbox local"))
+	version := env.Version()
+	deny := t.Trace.Environment != nil && strings.HasSuffix(t.Trace.Environment.Version, evalbox.DenyCCompilerVersion)
+	if deny {
+		// The run hid the C compiler from its evaluations: so does replay.
+		version += evalbox.DenyCCompilerVersion
 	}
-	if c.Sandbox != sandbox.ProviderLocal {
-		// The trees are untrusted: each is built and tested in a sandbox.
-		provider := c.Sandbox
-		if provider == "" {
-			if provider, err = sandbox.Default(ctx); err != nil {
-				return fmt.Errorf("evaluate in a sandbox: %w (or --sandbox local for trees you trust)", err)
-			}
+	provider := c.Sandbox
+	if provider == "" {
+		if provider, err = sandbox.Default(ctx); err != nil {
+			return fmt.Errorf("evaluate in a sandbox: %w (or --sandbox local for trees you trust)", err)
 		}
-		bin, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find traj's executable: %w", err)
-		}
-		workers := c.Workers
-		if workers <= 0 {
-			workers = runtime.NumCPU()
-		}
-		version := env.Version()
-		deny := t.Trace.Environment != nil && strings.HasSuffix(t.Trace.Environment.Version, evalbox.DenyCCompilerVersion)
-		if deny {
-			// The run hid the C compiler from its evaluations: so does replay.
-			version += evalbox.DenyCCompilerVersion
-		}
-		ev = &evalbox.Evaluator{Provider: provider, TrajBin: bin, TestsDir: c.TestsDir, EnvVersion: version, DenyCCompiler: deny,
-			CaseWorkers: max(1, runtime.NumCPU()/workers),
-			Limits:      sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
-		g.Logger.Info("evaluating in sandboxes", "provider", provider)
 	}
+	if err := evalbox.CheckProvider(provider, deny); err != nil {
+		return usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations: %w", err))
+	}
+	workers := c.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	// The trees are untrusted: their build, compiles and programs each run
+	// in a sandbox of their own (local: on the host, for trusted trees);
+	// the evaluator is this process.
+	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
+		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
+		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
+	g.Logger.Info("evaluating", "sandbox", provider)
 	out, evalErr := replay.Evaluate(ctx, t.Trace, t.History, ev, opts)
 	if out == nil {
 		return evalErr

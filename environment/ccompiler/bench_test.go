@@ -17,7 +17,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	ws := workspace(b, gccBuild)
-	built := e.Build(context.Background(), ws)
+	built := e.Build(context.Background(), ws, nil)
 	if !built.OK {
 		b.Fatalf("build: %+v", built)
 	}

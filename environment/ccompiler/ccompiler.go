@@ -24,7 +24,7 @@ import (
 // RunnerVersion names the runner's semantics (pass rules, skip rules, how
 // cases are compiled and compared). Bump it whenever any of them changes so
 // cached evaluations are not reused across different meanings.
-const RunnerVersion = "ccompiler-runner/2"
+const RunnerVersion = "ccompiler-runner/3"
 
 // Defaults for RunOptions' zero values.
 const (
@@ -188,12 +188,20 @@ func (e *Env) cases(testPath string) ([]testCase, error) {
 	return out, nil
 }
 
-// Build runs `bash build.sh` in the workspace with the default timeout.
-func (e *Env) Build(ctx context.Context, workspace string) environment.BuildResult {
-	return build(ctx, workspace, DefaultBuildTimeout)
+// Build runs `bash build.sh` in the workspace with the default timeout,
+// through x (nil: on the host).
+func (e *Env) Build(ctx context.Context, workspace string, x environment.Executor) environment.BuildResult {
+	return build(ctx, executor(x), workspace, DefaultBuildTimeout)
 }
 
-func build(ctx context.Context, workspace string, timeout time.Duration) environment.BuildResult {
+func executor(x environment.Executor) environment.Executor {
+	if x == nil {
+		return environment.Host{}
+	}
+	return x
+}
+
+func build(ctx context.Context, x environment.Executor, workspace string, timeout time.Duration) environment.BuildResult {
 	r := environment.BuildResult{Phase: environment.PhaseBuild, ExitCode: -1}
 	script := filepath.Join(workspace, "build.sh")
 	if _, err := os.Stat(script); err != nil {
@@ -208,8 +216,7 @@ func build(ctx context.Context, workspace string, timeout time.Duration) environ
 		return r
 	}
 	// stdout and stderr together: many build tools report errors on stdout.
-	p, err := xec.Run(ctx, xec.Command{Path: "bash", Args: []string{"build.sh"}, Dir: workspace,
-		Timeout: timeout, OutputLimit: DefaultOutputLimit, CombineOutput: true})
+	p, err := x.Build(ctx, workspace, environment.Limits{Timeout: timeout, OutputLimit: DefaultOutputLimit, CombineOutput: true})
 	r.DurationMS = p.Elapsed.Milliseconds()
 	r.ExitCode = p.ExitCode
 	r.StderrTail = tail(p.Stdout, stderrTailBytes)
@@ -255,7 +262,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 	if opts.Prebuilt != nil {
 		res.Build = *opts.Prebuilt
 	} else {
-		res.Build = build(ctx, ws, o.BuildTimeout)
+		res.Build = build(ctx, executor(o.Executor), ws, o.BuildTimeout)
 	}
 	if err := ctx.Err(); err != nil {
 		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
@@ -280,7 +287,15 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		return environment.Result{}, fmt.Errorf("make run folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	cc := filepath.Join(ws, "cc")
+	ctls, err := controlsFor(cases)
+	if err != nil {
+		return environment.Result{}, err
+	}
+	ctlResults := make([]environment.CaseResult, len(ctls))
+	// Controls run among the cases, through the same executor, in folders
+	// named like theirs: nothing an action sees tells them apart.
+	all := append(append([]testCase(nil), cases...), ctls...)
+	order := shuffled(len(all))
 
 	var (
 		mu   sync.Mutex
@@ -291,7 +306,12 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 	for range o.Workers {
 		wg.Go(func() {
 			for i := range next {
-				res.Cases[i] = e.runCase(ctx, cc, filepath.Join(tmp, "c"+strconv.Itoa(i)), cases[i], o)
+				r := e.runCase(ctx, o.Executor, ws, filepath.Join(tmp, "c"+strconv.Itoa(i)), all[i], o)
+				if i >= len(cases) {
+					ctlResults[i-len(cases)] = r
+					continue
+				}
+				res.Cases[i] = r
 				mu.Lock()
 				done++
 				if o.Progress != nil {
@@ -302,7 +322,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		})
 	}
 feed:
-	for i := range cases {
+	for _, i := range order {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -314,6 +334,7 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
 	}
+	res.Voided = voidSuites(res.Cases, ctls, ctlResults)
 	for _, c := range res.Cases {
 		if c.Passed {
 			res.Passed++
@@ -344,8 +365,8 @@ func withDefaults(o environment.RunOptions) environment.RunOptions {
 	return o
 }
 
-// runCase compiles and runs one case in its own folder.
-func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o environment.RunOptions) environment.CaseResult {
+// runCase compiles and runs one case in its own folder, through x.
+func (e *Env) runCase(ctx context.Context, x environment.Executor, ws, dir string, tc testCase, o environment.RunOptions) environment.CaseResult {
 	r := environment.CaseResult{
 		Name: tc.name, Phase: environment.PhaseCompile, ExpectReject: tc.expectReject,
 		ExpectedStdout: reported(tc.stdout), ExpectedExitCode: tc.exitCode, ActualExitCode: -1,
@@ -358,7 +379,7 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 	}
 	out := filepath.Join(dir, "prog")
 	args := append(srcs, "-o", out)
-	comp, err := xec.Run(ctx, xec.Command{Path: cc, Args: args, Dir: dir, Timeout: o.CompileTimeout, OutputLimit: o.OutputLimit})
+	comp, err := executor(x).Compile(ctx, ws, dir, args, environment.Limits{Timeout: o.CompileTimeout, OutputLimit: o.OutputLimit})
 	r.CompileMS = comp.Elapsed.Milliseconds()
 	r.StderrTail = tail(comp.Stderr, stderrTailBytes)
 	if stopped(&r, comp, err, "compile", o.CompileTimeout) {
@@ -381,13 +402,15 @@ func (e *Env) runCase(ctx context.Context, cc, dir string, tc testCase, o enviro
 		r.Error = fmt.Sprintf("compile exited with %d", comp.ExitCode)
 		return r
 	}
-	if st, err := os.Stat(out); err != nil || st.IsDir() {
+	// Lstat: what the compile left is untrusted, and a symlink would make
+	// the run show a file of the host's choosing to the compiler's.
+	if st, err := os.Lstat(out); err != nil || !st.Mode().IsRegular() {
 		r.Error = "compile exited 0 but wrote no output file"
 		return r
 	}
 
 	r.Phase = environment.PhaseRun
-	run, err := xec.Run(ctx, xec.Command{Path: out, Dir: dir, Timeout: o.RunTimeout, OutputLimit: o.OutputLimit, CombineOutput: tc.combineStderr})
+	run, err := executor(x).Run(ctx, out, environment.Limits{Timeout: o.RunTimeout, OutputLimit: o.OutputLimit, CombineOutput: tc.combineStderr})
 	r.RunMS = run.Elapsed.Milliseconds()
 	r.ActualExitCode = run.ExitCode
 	r.ActualStdout = clip(run.Stdout, reportBytes)
@@ -458,9 +481,14 @@ func (e *Env) stage(dir string, tc testCase) ([]string, error) {
 	for i, src := range tc.sources {
 		var data []byte
 		var err error
-		if tc.embedded {
+		switch {
+		case tc.generated != nil:
+			data = tc.generated[i]
+		case tc.embedded:
+			// The expectation is the host's: the compile never sees it.
 			data, err = fs.ReadFile(basicsFS, src)
-		} else {
+			data = stripExpect(data)
+		default:
 			data, err = os.ReadFile(src)
 		}
 		if err != nil {

@@ -97,7 +97,7 @@ func TestGCCWrapperPassesSuites(t *testing.T) {
 	e := newEnv(t)
 	ws := workspace(t, gccBuild)
 	ctx := context.Background()
-	b := e.Build(ctx, ws)
+	b := e.Build(ctx, ws, nil)
 	if !b.OK {
 		t.Fatalf("build: %+v", b)
 	}
@@ -133,6 +133,9 @@ func TestGCCWrapperPassesSuites(t *testing.T) {
 	}
 }
 
+// A compiler that rejects everything is right about wacct's invalid
+// programs, but its wacct controls fail: every suite is voided and it
+// scores 0 (see controls.go); each case still shows what it observed.
 func TestRejectingCompilerFailsEverything(t *testing.T) {
 	e := newEnv(t)
 	ws := workspace(t, rejectAllBuild)
@@ -143,25 +146,60 @@ func TestRejectingCompilerFailsEverything(t *testing.T) {
 	if !r.Build.OK {
 		t.Fatalf("build: %+v", r.Build)
 	}
-	rejectCases := 0
 	for _, c := range r.Cases {
-		if c.ExpectReject {
-			rejectCases++
-			// Rejecting everything is right for invalid programs.
-			if !c.Passed || c.Phase != environment.PhaseCompile {
-				t.Errorf("%s: invalid program rejected but case %+v", c.Name, c)
-			}
-			continue
-		}
-		if c.Passed || c.Phase != environment.PhaseCompile || c.ActualExitCode != -1 {
-			t.Errorf("%s: passed=%v phase=%s exit=%d, want a compile failure", c.Name, c.Passed, c.Phase, c.ActualExitCode)
+		if c.Passed || c.Phase != environment.PhaseCompile {
+			t.Errorf("%s: passed=%v phase=%s, want a failure at compile", c.Name, c.Passed, c.Phase)
 		}
 		if !strings.Contains(c.StderrTail, "nope") {
 			t.Errorf("%s: stderr tail %q lacks the compiler's message", c.Name, c.StderrTail)
 		}
+		if !strings.HasPrefix(c.Error, "suite voided: ") && !c.ExpectReject && c.ActualExitCode != -1 {
+			t.Errorf("%s: error %q exit %d", c.Name, c.Error, c.ActualExitCode)
+		}
 	}
-	if r.Passed != rejectCases || r.Failed != r.Total-rejectCases {
-		t.Errorf("passed %d failed %d, want %d and %d", r.Passed, r.Failed, rejectCases, r.Total-rejectCases)
+	var voided []string
+	for _, v := range r.Voided {
+		voided = append(voided, v.Suite)
+	}
+	if want := []string{SuiteBasics, SuiteCTestsuite, SuiteTorture, SuiteWacct}; !slices.Equal(sorted(voided), want) {
+		t.Errorf("voided %v, want %v", voided, want)
+	}
+	if r.Passed != 0 || r.Failed != r.Total {
+		t.Errorf("passed %d failed %d of %d, want 0 passed", r.Passed, r.Failed, r.Total)
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
+// Compilers that ignore their input score 0 on every suite, though each
+// meets some cases' pass rule (exit 0 with empty output: torture, most
+// of c-testsuite, some of wacct and basics; any refusal: wacct's invalid
+// programs). A compiler whose output depends on its input is the
+// control: a gcc wrapper keeps every suite (TestGCCWrapperPassesSuites).
+func TestInputIgnoringCompilersScoreZero(t *testing.T) {
+	compilers := []struct{ name, build string }{
+		{"exit 0", `printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && o=$2; shift; done\nprintf "#!/bin/sh\\nexit 0\\n" > "$o"; chmod +x "$o"\n' > cc && chmod +x cc` + "\n"},
+		{"exit 7", `printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && o=$2; shift; done\nprintf "#!/bin/sh\\nexit 7\\n" > "$o"; chmod +x "$o"\n' > cc && chmod +x cc` + "\n"},
+		{"always fails", rejectAllBuild},
+	}
+	e := newEnv(t)
+	for _, c := range compilers {
+		t.Run(c.name, func(t *testing.T) {
+			ws := workspace(t, c.build)
+			b := e.Build(context.Background(), ws, nil)
+			if !b.OK {
+				t.Fatalf("build: %+v", b)
+			}
+			for _, path := range []string{"basics", "wacct", "c_testsuite", "torture/part_1", "torture_std/part_1"} {
+				r, err := e.Run(context.Background(), ws, path, environment.RunOptions{Prebuilt: &b})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Passed != 0 || len(r.Voided) != 1 || r.Voided[0].Suite != strings.Split(path, "/")[0] {
+					t.Errorf("%s: passed %d of %d, voided %+v; want 0 and the suite voided", path, r.Passed, r.Total, r.Voided)
+				}
+			}
+		})
 	}
 }
 
@@ -579,5 +617,33 @@ func TestPrebuiltFailureIsNotRebuilt(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "cc")); err == nil {
 		t.Error("Run built again despite a Prebuilt result")
+	}
+}
+
+// What a compile is handed of a basics case is its program without the
+// `// expect:` line: the expectation stays on the host.
+func TestStagedBasicsCarryNoExpectation(t *testing.T) {
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range e.suites[SuiteBasics].cases {
+		dir := t.TempDir()
+		srcs, err := e.stage(dir, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range srcs {
+			data, err := os.ReadFile(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), "expect:") {
+				t.Errorf("%s: staged %s still holds its expectation", c.name, filepath.Base(s))
+			}
+		}
+	}
+	if got := string(stripExpect([]byte("// expect: exit=3\r\nint main(void) { return 3; }\n  // expect: x\n"))); got != "\r\nint main(void) { return 3; }\n\n" {
+		t.Errorf("stripExpect = %q", got)
 	}
 }

@@ -4,10 +4,44 @@
 //
 //	./cc input.c [more.c …] -o output
 //
-// with absolute paths, from a private temp folder per case (sources are
-// copied there first, so a compiler that writes next to its input never
-// touches the fixtures). No other flags are ever passed: not -w, not a
-// torture test's dg-options.
+// with absolute paths, from a private folder per case holding that case's
+// sources only (copied there first, so a compiler that writes next to its
+// input never touches the fixtures; basics' `// expect:` lines blanked).
+// No other flags are ever passed: not -w, not a torture test's
+// dg-options.
+//
+// # Who runs what
+//
+// The environment is the evaluator: it enumerates the cases, holds their
+// expectations, compares and scores, in the process that asked (traj, on
+// the host). The tree's code runs only through an environment.Executor,
+// which returns raw observations (exit status, output up to a cap, time)
+// and judges nothing: environment.Host for trusted trees, replay/evalbox's
+// sandboxes (a fresh one for the build, each compile and each program)
+// for untrusted ones. Whether a compile left a program, or left .s/.o
+// files after rejecting one, is read on the host from the case's folder
+// after the compile is over (a symlink is not a program).
+//
+// # Controls: a score is evidence of compiling
+//
+// Several pass rules can be met without compiling: torture passes on
+// "exit 0", most c-testsuite and some wacct and basics cases expect exit 0
+// and empty output, and wacct's invalid programs pass on any refusal. So
+// every Run adds, for each suite among its cases, two controls: programs
+// generated from a fresh random nonce, shaped like the suite's simplest
+// cases and using only their features (torture: a function called from
+// main; c-testsuite: 00003.c's local variable; wacct: chapter 1's
+// `return N;`; basics: smoke's constant arithmetic), each of which must
+// exit with its own nonce-derived code, 1..255, computed rather than
+// written where the suite's simplest cases compute, and print nothing. A
+// real compiler gets them right; a compiler whose output does not depend
+// on its input cannot get both (two different non-zero codes, and the
+// cases want 0), and one that always fails gets neither. If any control
+// of a suite fails, the suite is voided: each of its cases counts as
+// failed with "suite voided: …", and Result.Voided (replay's
+// SuiteResult.Void) records the reason. Controls run through the same
+// executor as the cases, in folders like theirs, in random order, and
+// are not listed as cases. (controls.go)
 //
 // # Suites and how a case passes
 //
@@ -50,9 +84,10 @@
 // # Execution
 //
 // Cases run in parallel (RunOptions.Workers, default the CPU count), each
-// compile and run in its own process group with a timeout (10 s compile,
-// 5 s run by default); on timeout the whole group gets SIGKILL, and once
-// more after every process exits so no grandchild survives. Output is
+// compile and run with a timeout (10 s compile, 5 s run by default, a
+// sandbox's start included); on the host each is its own process group
+// that gets SIGKILL on timeout and once more after the leader exits, in a
+// sandbox every process of the action dies with it. Output is
 // captured up to 64 KiB per stream. Results are sorted by case name.
 //
 // Version() is sha256 over RunnerVersion, ShardSize and the content of every

@@ -27,6 +27,9 @@ type testCase struct {
 	// files (embedded true), the public suites from disk.
 	sources  []string
 	embedded bool
+	// generated holds the content of each source of a control (sources
+	// are then bare file names).
+	generated [][]byte
 	// support files are copied beside the sources but not passed to the
 	// compiler: a torture test's #include "sibling.c".
 	support []string
@@ -362,6 +365,18 @@ func loadBasics(fsys fs.FS, h hash.Hash) (suite, error) {
 	}
 	sortCases(s.cases)
 	return s, nil
+}
+
+// stripExpect blanks the `// expect:` lines of a basics source (keeping
+// line numbers): a compile sees the program, never its expectation.
+func stripExpect(src []byte) []byte {
+	lines := strings.SplitAfter(string(src), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "// expect:") {
+			lines[i] = l[len(strings.TrimRight(l, "\r\n")):] // the line ending only
+		}
+	}
+	return []byte(strings.Join(lines, ""))
 }
 
 // parseExpect finds `// expect: exit=N stdout="..."` in a C source.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -116,13 +115,6 @@ func BenchmarkGroundTruthOverhead(b *testing.B) {
 	if err := sandbox.BwrapWorks(context.Background()); err != nil {
 		b.Skipf("bwrap: %v", err)
 	}
-	bin := os.Getenv("TRAJ_BIN")
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "traj")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/trajlab/traj/cmd/traj").CombinedOutput(); err != nil {
-			b.Fatalf("go build traj: %v\n%s", err, out)
-		}
-	}
 	const parts = 2_000
 	var none, with []time.Duration
 	var evaluated atomic.Int64
@@ -137,7 +129,7 @@ func BenchmarkGroundTruthOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ev := &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, TrajBin: bin, EnvVersion: env.Version(), Nice: 10,
+			ev := &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, Env: env, Nice: 10,
 				CaseWorkers: max(1, runtime.NumCPU()/2), Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 			bg := groundtruth.Start(context.Background(), &groundtruth.Scorer{Trees: reader, Eval: ev, Cache: &replay.MemCache{},
 				Paths: []string{"basics/smoke"}}, groundtruth.Options{OnResult: func(trace.GroundTruth) { evaluated.Add(1) }})

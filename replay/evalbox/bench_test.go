@@ -2,74 +2,108 @@ package evalbox_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/trajlab/traj/environment/ccompiler"
-	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evalbox"
-	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/sandbox"
-	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
-// BenchmarkThroughput evaluates the recorded demo trajectory's 10 trees
-// (basics) with 1 and 2 tree workers, in bwrap evaluation sandboxes and
-// on the host side by side, and reports trees per minute. The ratio
-// sandboxed/host is the cost of never running an untrusted tree as the
-// user.
-func BenchmarkThroughput(b *testing.B) {
-	if err := sandbox.BwrapWorks(context.Background()); err != nil {
-		b.Skipf("bwrap: %v", err)
+// BenchmarkPerTree is the per-tree evaluation time of a gcc-wrapping
+// tree (the demo's final compiler), old layout against new, side by side
+// in each iteration:
+//
+//   - host: build, compiles and programs run by the evaluator's own
+//     process, as `traj env evaluate` ran them inside version 2's single
+//     sandbox (that layout added one sandbox start per tree, ~0.1 s,
+//     to this);
+//   - bwrap: version 3, a fresh bwrap for the build, for every compile
+//     and for every program.
+//
+// Suites: basics (embedded, what the demo scores without fixtures), and
+// the demo's task suites on $TRAJ_TESTS_DIR's fixtures (basics, wacct,
+// c_testsuite, torture). Reported: ms/tree of each, their ratio, and
+// where the new layout's time goes: the sum of compile and run times over
+// cases (each includes its sandbox's start) and the cost of one bare
+// action start (bwrap /bin/true against /bin/true on the host).
+func BenchmarkPerTree(b *testing.B) {
+	needBwrap(b)
+	suites := map[string][]string{"basics": {"basics"}}
+	if d := os.Getenv("TRAJ_TESTS_DIR"); d != "" {
+		suites["fixtures"] = []string{"basics", "wacct", "c_testsuite", "torture"}
 	}
-	demo := filepath.Join("..", "export", "testdata", "demo")
-	data, err := os.ReadFile(filepath.Join(demo, "agent_trace.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var tr trace.Trace
-	if err := json.Unmarshal(data, &tr); err != nil {
-		b.Fatal(err)
-	}
-	h, err := githistory.Open(context.Background(), filepath.Join(demo, "repo.bundle"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
-	env, err := ccompiler.New(ccompiler.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := os.Getenv("TRAJ_BIN")
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "traj")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/trajlab/traj/cmd/traj").CombinedOutput(); err != nil {
-			b.Fatalf("go build traj: %v\n%s", err, out)
+	for _, name := range []string{"basics", "fixtures"} {
+		paths, ok := suites[name]
+		if !ok {
+			continue
 		}
-	}
-	for _, workers := range []int{1, 2} {
-		for _, where := range []string{"host", "bwrap"} {
-			b.Run(where+"/workers="+string(rune('0'+workers)), func(b *testing.B) {
-				var ev replay.Evaluator = &replay.EnvironmentEvaluator{Env: env, TreeWorkers: workers}
-				if where == "bwrap" {
-					ev = &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, TrajBin: bin, EnvVersion: env.Version(),
-						CaseWorkers: max(1, 2/workers), Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
-				}
-				trees := 0
-				start := time.Now()
-				for b.Loop() {
-					out, err := replay.Evaluate(context.Background(), &tr, h, ev, replay.EvaluateOptions{TestPaths: []string{"basics"}, Workers: workers})
+		b.Run("suites="+name, func(b *testing.B) {
+			tests := ""
+			if name == "fixtures" {
+				tests = os.Getenv("TRAJ_TESTS_DIR")
+			}
+			host := evaluator(b, sandbox.ProviderLocal, tests)
+			box := evaluator(b, sandbox.ProviderBwrap, tests)
+			var hostT, boxT time.Duration
+			var compileMS, runMS, cases int64
+			for b.Loop() {
+				for _, ev := range []struct {
+					e *evalbox.Evaluator
+					t *time.Duration
+				}{{host, &hostT}, {box, &boxT}} {
+					dir := tree(b, gccBuild)
+					start := time.Now()
+					p, err := ev.e.EvaluateDetailed(context.Background(), dir, paths)
+					*ev.t += time.Since(start)
 					if err != nil {
 						b.Fatal(err)
 					}
-					trees += out.Stats.TreesEvaluated
+					for _, r := range p.Runs {
+						if r.Passed != r.Total {
+							b.Fatalf("%s: %d of %d", r.Path, r.Passed, r.Total)
+						}
+						if ev.e == box {
+							for _, c := range r.Cases {
+								compileMS += c.CompileMS
+								runMS += c.RunMS
+								cases++
+							}
+						}
+					}
 				}
-				b.ReportMetric(float64(trees)/time.Since(start).Minutes(), "trees/min")
-			})
-		}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(hostT.Milliseconds())/n, "host-ms/tree")
+			b.ReportMetric(float64(boxT.Milliseconds())/n, "bwrap-ms/tree")
+			b.ReportMetric(float64(boxT)/float64(hostT), "bwrap/host")
+			b.ReportMetric(float64(compileMS)/float64(cases), "bwrap-compile-ms/case")
+			b.ReportMetric(float64(runMS)/float64(cases), "bwrap-run-ms/case")
+			b.ReportMetric(float64(cases)/n, "cases/tree")
+		})
 	}
+	b.Run("action-start", func(b *testing.B) {
+		acts, err := sandbox.NewActions(context.Background(), sandbox.ProviderBwrap, sandbox.ActionOptions{Dir: b.TempDir(),
+			Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: 512}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer acts.Close()
+		var hostT, boxT time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if _, err := xec.Run(context.Background(), xec.Command{Path: "/bin/true", Timeout: 10 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+			hostT += time.Since(start)
+			start = time.Now()
+			if _, err := acts.Run(context.Background(), sandbox.Action{Path: "/bin/true", Dir: "/", Timeout: 10 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+			boxT += time.Since(start)
+		}
+		b.ReportMetric(float64(hostT.Microseconds())/float64(b.N)/1000, "host-ms/start")
+		b.ReportMetric(float64(boxT.Microseconds())/float64(b.N)/1000, "bwrap-ms/start")
+	})
 }

@@ -1,102 +1,102 @@
-// Package evalbox evaluates untrusted trees inside a sandbox provider:
-// the tree's build.sh and its compiler run in a sandbox with no network,
-// the tree as its only writable folder, the fixtures read-only, and the
-// provider's limits, never as the invoking user on the host.
+// Package evalbox evaluates untrusted trees: it is the one place that
+// assembles an evaluation's sandboxes (ground truth, run_tests and
+// `traj replay evaluate` all come here).
 //
-// Each evaluation is one sandbox running `traj env evaluate` (hidden) on
-// the tree: it builds once, runs every test path, and writes the result
-// to a folder of its own. The result is authenticated: the host writes a
-// fresh random key into that folder, the evaluator reads and deletes it
-// before the build starts, and signs its result with HMAC-SHA-256; the
-// host accepts only a result with a valid signature. A process of the
-// tree that writes a fake result file therefore cannot sign it (the key
-// is gone before any of its code runs). Left open: a process of the tree
-// reading the evaluator's memory (same user inside the sandbox).
+// The evaluator is trusted code and runs in traj, on the host: the
+// environment (environment/ccompiler) enumerates the cases, holds their
+// expectations, compares and scores. Only three kinds of action run the
+// tree's code, each in a sandbox of its own (sandbox.Actions: a fresh
+// bwrap, or container, per action, network none) that shows only what
+// the action needs and returns only raw observations (exit status,
+// output up to a cap, time):
+//
+//   - the build: the exported tree (a copy, read-write at /workspace), no
+//     test file, no fixture; `bash build.sh`.
+//   - each case's compile: the built tree read-only at /workspace, and
+//     the case's private folder read-write at /case holding that case's
+//     sources only (basics' `// expect:` lines removed); `/workspace/cc
+//     /case/x.c -o /case/prog`. What the compile left is read on the
+//     host, after every process of it is gone.
+//   - each program's run: the produced program alone, read-only.
+//
+// Nothing is signed and there is no key: no result is ever read from a
+// sandbox. Every action has its own PID namespace (bwrap) or container,
+// so a process it leaves behind (a setsid daemon of build.sh) dies with
+// it, before the next action starts; one case's actions never see
+// another case's folder. deny_c_compiler hides gcc's C front ends in
+// every action (bwrap: the host's /usr is what it shows).
+//
+// --sandbox local (trusted trees only) runs the same actions on the host
+// (environment.Host).
 package evalbox
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
-// Files in the evaluator's own folder.
-const (
-	KeyFile    = "key"
-	ResultFile = "result.json"
-)
-
-// Payload is what the evaluator reports: the result (what the cache
-// stores) and, when asked for detail, the environment's own result of
-// each path (every case's expected and actual output: what run_tests
-// answers the agent).
+// Payload is an evaluation's outcome: the result (what the cache
+// stores) and the environment's own result of each path (every case's
+// expected and actual output: what run_tests answers the agent).
 type Payload struct {
 	Result replay.Result        `json:"result"`
 	Runs   []environment.Result `json:"runs,omitempty"`
 }
 
-// Signed is what the evaluator writes: the payload and its HMAC.
-type Signed struct {
-	Payload
-	MAC string `json:"mac"`
-}
-
-// Sign returns the hex HMAC-SHA-256 of p's JSON under key.
-func Sign(key []byte, p Payload) (string, error) {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return "", fmt.Errorf("encode result: %w", err)
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write(data)
-	return hex.EncodeToString(m.Sum(nil)), nil
-}
-
-// Evaluator is a replay.Evaluator that runs each tree in a sandbox.
+// Evaluator is a replay.Evaluator for untrusted trees.
 type Evaluator struct {
-	// Provider is the sandbox provider ("bwrap", "container", "local";
-	// the best available when empty).
+	// Provider is the sandbox provider: "bwrap", "container", or "local"
+	// (no sandbox: trusted trees only). Required.
 	Provider string
-	// TrajBin is traj's executable, run inside the sandbox.
-	TrajBin string
-	// TestsDir is the fixtures root, shown read-only ("" for the embedded
-	// suites only).
-	TestsDir string
-	// EnvVersion is the environment's version (the cache key's), from
-	// the same environment on the host.
+	// Env is the environment, on the host: its cases and expectations
+	// never enter a sandbox.
+	Env environment.Environment
+	// EnvVersion is the cache key's version (Env.Version() when empty;
+	// marked by DenyCCompilerVersion when DenyCCompiler).
 	EnvVersion string
-	// Limits bound each evaluation sandbox.
+	// Limits bound all actions of one evaluation together (bwrap, where
+	// traj may make a cgroup) or each action (container).
 	Limits sandbox.Limits
-	// CaseWorkers is passed to the evaluator inside (0: its default).
+	// CaseWorkers bounds the cases run at once in one evaluation (0: the
+	// environment's default, the CPU count).
 	CaseWorkers int
 	// TempDir holds the per-evaluation folders; os.TempDir when empty.
 	TempDir string
-	// Nice lowers the evaluation's CPU priority (0..19; children inherit
-	// it): background ground truth yields to the agent and the recorder.
+	// Nice lowers the actions' CPU priority (0..19): background ground
+	// truth yields to the agent and the recorder.
 	Nice int
-	// DenyCCompiler hides gcc's C front ends (cc1, cc1plus) in the
-	// sandbox: gcc still assembles and links, but a compiler under test
+	// DenyCCompiler hides gcc's C front ends (cc1, cc1plus) in every
+	// action: gcc still assembles and links, but a compiler under test
 	// that hands C to a C compiler fails every case (the C-compiler
 	// task's rule). bwrap only: it shows the host's /usr, whose front
 	// ends are found and covered.
 	DenyCCompiler bool
+	// OnCase, when set, is called after each case (progress).
+	OnCase func()
 }
 
 // DenyCCompilerVersion marks an environment version whose evaluations
 // hide the C front ends: results differ, so the cache key must too, and
 // a trace recording it tells replay evaluate to do the same.
 const DenyCCompilerVersion = "+deny-c-compiler"
+
+// CheckProvider says whether provider can run evaluations with the C
+// compiler hidden (deny) — the one rule, for run and replay alike.
+func CheckProvider(provider string, deny bool) error {
+	if deny && provider != sandbox.ProviderBwrap {
+		return fmt.Errorf("hiding the C compiler (deny_c_compiler) needs bwrap evaluation sandboxes, not %q", provider)
+	}
+	return nil
+}
 
 // frontEnds lists gcc's C and C++ front ends on this machine.
 func frontEnds() []string {
@@ -109,140 +109,101 @@ func frontEnds() []string {
 }
 
 // Version implements replay.Evaluator.
-func (e *Evaluator) Version() string { return e.EnvVersion }
+func (e *Evaluator) Version() string {
+	if e.EnvVersion != "" {
+		return e.EnvVersion
+	}
+	return e.Env.Version()
+}
 
-// Evaluate implements replay.Evaluator: dir (an exported tree) is built
-// and tested inside a fresh sandbox.
+// Evaluate implements replay.Evaluator: dir (an exported tree, which the
+// build may change) is built and tested, each action in its own sandbox.
 func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
-	p, err := e.run(ctx, dir, paths, false)
+	p, err := e.EvaluateDetailed(ctx, dir, paths)
 	return p.Result, err
 }
 
 // EvaluateDetailed is Evaluate with the environment's own result of each
 // path (Payload.Runs, in the order of paths).
 func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []string) (Payload, error) {
-	return e.run(ctx, dir, paths, true)
-}
-
-func (e *Evaluator) run(ctx context.Context, dir string, paths []string, detail bool) (Payload, error) {
-	tmp, err := os.MkdirTemp(e.TempDir, "traj-evalbox-")
-	if err != nil {
-		return Payload{}, fmt.Errorf("evaluation sandbox folder: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "out")
-	if err := os.Mkdir(out, 0o700); err != nil {
-		return Payload{}, fmt.Errorf("evaluation sandbox folder: %w", err)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return Payload{}, fmt.Errorf("evaluation key: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(out, KeyFile), key, 0o600); err != nil {
-		return Payload{}, fmt.Errorf("evaluation key: %w", err)
-	}
-	bin, err := filepath.Abs(e.TrajBin)
-	if err != nil {
-		return Payload{}, fmt.Errorf("traj binary: %w", err)
-	}
-	mounts := []sandbox.Mount{
-		{Host: bin, Inside: "/opt/traj/eval/traj"},
-		{Host: out, Inside: "/opt/traj/eval/out", Writable: true},
-	}
-	testsHost := ""
-	if e.TestsDir != "" {
-		abs, err := filepath.Abs(e.TestsDir)
-		if err != nil {
-			return Payload{}, fmt.Errorf("tests dir: %w", err)
-		}
-		testsHost = abs
-		mounts = append(mounts, sandbox.Mount{Host: abs, Inside: "/opt/traj/eval/tests"})
-	}
-	if e.DenyCCompiler {
-		if e.Provider != sandbox.ProviderBwrap {
-			return Payload{}, fmt.Errorf("evaluation sandbox: hiding the C compiler needs the bwrap provider (asked: %q)", e.Provider)
-		}
-		fe := frontEnds()
-		if len(fe) == 0 {
-			return Payload{}, errors.New("evaluation sandbox: hiding the C compiler: no gcc front end (cc1) found under /usr/lib/gcc")
-		}
-		for _, p := range fe {
-			mounts = append(mounts, sandbox.Mount{Host: os.DevNull, Inside: p})
-		}
-	}
-	sb, err := sandbox.New(ctx, e.Provider, sandbox.Options{
-		TrajectoryDir: filepath.Join(tmp, "sandbox"),
-		Workspace:     dir,
-		Mounts:        mounts,
-		Limits:        e.Limits,
-		Network:       sandbox.NetworkNone,
-		Helper:        bin,
-	})
-	if err != nil {
+	if err := CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
 		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
 	}
-	defer sb.Stop(context.WithoutCancel(ctx))
-	inside := func(p string) string {
-		in, ok := sb.Path(p)
-		if !ok {
-			return p
-		}
-		return in
-	}
-	args := []string{"env", "evaluate", "--workspace", inside(dir), "--out", inside(out)}
-	if e.TestsDir != "" {
-		args = append(args, "--tests-dir", inside(testsHost))
-	}
-	if detail {
-		args = append(args, "--detail")
-	}
-	if e.Nice > 0 {
-		args = append(args, "--nice", fmt.Sprint(e.Nice))
-	}
-	if e.CaseWorkers > 0 {
-		args = append(args, "--workers", fmt.Sprint(e.CaseWorkers))
-	}
-	args = append(args, paths...)
-	svc, err := sb.StartService(ctx, sandbox.ServiceSpec{Name: "evaluate", Path: inside(bin), Args: args, Dir: inside(dir)})
-	if err != nil {
-		return Payload{}, fmt.Errorf("start evaluation: %w", err)
-	}
-	select {
-	case <-svc.Done():
-	case <-ctx.Done():
-		return Payload{}, ctx.Err()
-	}
-	// Every process of the tree is gone before the result is read.
-	if err := sb.Stop(context.WithoutCancel(ctx)); err != nil {
-		return Payload{}, fmt.Errorf("stop evaluation sandbox: %w", err)
-	}
-	if err := svc.Err(); err != nil {
-		tail, _ := os.ReadFile(sb.LogPath("evaluate"))
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
-		}
-		return Payload{}, fmt.Errorf("evaluation in the sandbox: %w: %s", err, tail)
-	}
-	return ReadSigned(filepath.Join(out, ResultFile), key)
-}
-
-// ReadSigned reads the evaluator's result and checks its signature.
-func ReadSigned(path string, key []byte) (Payload, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
-	if err != nil {
-		return Payload{}, fmt.Errorf("read evaluation result: %w", err)
-	}
-	defer f.Close()
-	var s Signed
-	if err := json.NewDecoder(f).Decode(&s); err != nil {
-		return Payload{}, fmt.Errorf("read evaluation result: %w", err)
-	}
-	want, err := Sign(key, s.Payload)
+	x, closeX, err := e.executor(ctx)
 	if err != nil {
 		return Payload{}, err
 	}
-	if !hmac.Equal([]byte(want), []byte(s.MAC)) {
-		return Payload{}, errors.New("evaluation result is not signed by the evaluator: refused (something in the tree wrote it)")
+	defer closeX()
+	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase}
+	res, runs, err := ev.EvaluateDetailed(ctx, dir, paths)
+	if err != nil {
+		return Payload{}, err
 	}
-	return s.Payload, nil
+	return Payload{Result: res, Runs: runs}, nil
+}
+
+// executor is the evaluation's Executor and what ends it.
+func (e *Evaluator) executor(ctx context.Context) (environment.Executor, func(), error) {
+	if e.Provider == sandbox.ProviderLocal {
+		return environment.Host{}, func() {}, nil
+	}
+	if e.Provider == "" {
+		return nil, nil, errors.New("evaluation sandbox: no provider")
+	}
+	tmp, err := os.MkdirTemp(e.TempDir, "traj-evalbox-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("evaluation sandbox folder: %w", err)
+	}
+	o := sandbox.ActionOptions{Dir: tmp, Limits: e.Limits, Nice: e.Nice}
+	if e.DenyCCompiler {
+		if o.Hide = frontEnds(); len(o.Hide) == 0 {
+			os.RemoveAll(tmp)
+			return nil, nil, errors.New("evaluation sandbox: hiding the C compiler: no gcc front end (cc1) found under /usr/lib/gcc")
+		}
+	}
+	acts, err := sandbox.NewActions(ctx, e.Provider, o)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, fmt.Errorf("evaluation sandbox: %w", err)
+	}
+	return &actions{acts: acts}, func() {
+		acts.Close()
+		os.RemoveAll(tmp)
+	}, nil
+}
+
+// Where the actions see what they are shown.
+const (
+	treeInside    = "/workspace"
+	caseInside    = "/case"
+	programInside = "/run/program"
+)
+
+// actions is the sandboxed Executor: each method is one sandbox.Action
+// showing only what it needs.
+type actions struct{ acts *sandbox.Actions }
+
+func (a *actions) Build(ctx context.Context, tree string, lim environment.Limits) (xec.Result, error) {
+	return a.acts.Run(ctx, sandbox.Action{Path: "/bin/bash", Args: []string{"build.sh"}, Dir: treeInside,
+		Mounts:  []sandbox.Mount{{Host: tree, Inside: treeInside, Writable: true}},
+		Timeout: lim.Timeout, OutputLimit: lim.OutputLimit, CombineOutput: lim.CombineOutput})
+}
+
+func (a *actions) Compile(ctx context.Context, tree, dir string, args []string, lim environment.Limits) (xec.Result, error) {
+	in := make([]string, len(args))
+	for i, arg := range args {
+		in[i] = arg
+		if rel, ok := strings.CutPrefix(arg, dir+string(filepath.Separator)); ok {
+			in[i] = caseInside + "/" + filepath.ToSlash(rel)
+		}
+	}
+	return a.acts.Run(ctx, sandbox.Action{Path: treeInside + "/cc", Args: in, Dir: caseInside,
+		Mounts:  []sandbox.Mount{{Host: tree, Inside: treeInside}, {Host: dir, Inside: caseInside, Writable: true}},
+		Timeout: lim.Timeout, OutputLimit: lim.OutputLimit, CombineOutput: lim.CombineOutput})
+}
+
+func (a *actions) Run(ctx context.Context, program string, lim environment.Limits) (xec.Result, error) {
+	return a.acts.Run(ctx, sandbox.Action{Path: programInside, Dir: "/tmp",
+		Mounts:  []sandbox.Mount{{Host: program, Inside: programInside}},
+		Timeout: lim.Timeout, OutputLimit: lim.OutputLimit, CombineOutput: lim.CombineOutput})
 }

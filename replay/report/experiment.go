@@ -18,9 +18,10 @@ import (
 // sources: trajectories of one harness × model × task whose scores come
 // from different sources form separate rows.
 var sourceNames = map[string]string{
-	FromEvaluation: "offline evaluation",
-	FromTrace:      "agent's run_tests",
-	"":             "no scores",
+	FromEvaluation:  "offline evaluation",
+	FromGroundTruth: "ground truth",
+	FromRunTests:    "agent's run_tests",
+	"":              "no scores",
 }
 
 // SourceName is how a rate source is shown.

@@ -25,10 +25,10 @@ func TestBuildExperiment(t *testing.T) {
 	byID := map[string]*SummaryFile{
 		// a1 failed once, then its second attempt scored.
 		"a1":    {Trajectory: Trajectory{ID: "a1", EndReason: "agent_error"}},
-		"a1-a2": row("a1-a2", FromTrace, 0.6, Point{10, 0.3}, Point{50, 0.6}),
-		"a2":    row("a2", FromTrace, 1.0, Point{10, 0.5}, Point{100, 1}),
-		"b1":    row("b1", FromTrace, 0.2, Point{50, 0.2}),
-		"b2":    row("b2", FromTrace, 1.0, Point{10, 1}),
+		"a1-a2": row("a1-a2", FromRunTests, 0.6, Point{10, 0.3}, Point{50, 0.6}),
+		"a2":    row("a2", FromRunTests, 1.0, Point{10, 0.5}, Point{100, 1}),
+		"b1":    row("b1", FromRunTests, 0.2, Point{50, 0.2}),
+		"b2":    row("b2", FromRunTests, 1.0, Point{10, 1}),
 		// b3 was evaluated offline: its score must not be averaged with the others.
 		"b3": row("b3", FromEvaluation, 0.9, Point{50, 0.9}),
 		// b4 never started.
@@ -57,7 +57,7 @@ func TestBuildExperiment(t *testing.T) {
 	if r := ga.Reach[3]; r.Reached != 1 || r.Of != 2 || *r.MeanParts != 100 || *r.MeanCost != 1 {
 		t.Errorf("reach 100: %+v", r)
 	}
-	if gbEval.Source != FromEvaluation || gbEval.Slots != 1 || gbTrace.Source != FromTrace || gbTrace.Slots != 2 {
+	if gbEval.Source != FromEvaluation || gbEval.Slots != 1 || gbTrace.Source != FromRunTests || gbTrace.Slots != 2 {
 		t.Errorf("sources mixed: %+v / %+v", gbEval, gbTrace)
 	}
 	// Paired by repeat, same source only: a vs b on repeats 1 and 2.

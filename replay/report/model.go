@@ -14,12 +14,6 @@ import (
 	"github.com/trajlab/traj/trace"
 )
 
-// Rate sources: where a trajectory's pass rates come from.
-const (
-	FromEvaluation = "evaluation" // a stored replay evaluate report
-	FromTrace      = "trace"      // the run_tests calls the agent made
-)
-
 // Report is a set of trajectories.
 type Report struct {
 	Title        string       `json:"title"`
@@ -52,12 +46,24 @@ type Trajectory struct {
 	Suites []SuiteRate `json:"suites"`
 	// PassRate is the latest overall pass rate over Suites; nil when no
 	// test results are known.
-	PassRate   *float64 `json:"pass_rate"`
-	RateSource string   `json:"rate_source,omitempty"`
+	PassRate *float64 `json:"pass_rate"`
+	// RateSource says where the rates come from: FromEvaluation, else
+	// FromGroundTruth, else FromRunTests (see Choose).
+	RateSource string `json:"rate_source,omitempty"`
+	// BestRate is the highest pass rate, first reached at BestPart;
+	// SolvedAt is the first part whose result passed every case (0: none).
+	BestRate *float64 `json:"best_pass_rate"`
+	BestPart int      `json:"best_part,omitempty"`
+	SolvedAt int      `json:"solved_at,omitempty"`
 	// ByPart is the overall pass rate after each part that has one.
 	ByPart []Point `json:"pass_rate_by_part"`
-	// SuiteByPart is the pass rate by part per suite (evaluations only).
+	// SuiteByPart is the pass rate by part per suite.
 	SuiteByPart map[string][]Point `json:"suite_pass_rate_by_part,omitempty"`
+	// AgentByPart and AgentSuites are what the agent's own run_tests calls
+	// claimed: a separate series, never the score when another source
+	// exists.
+	AgentByPart []Point     `json:"agent_run_tests_by_part,omitempty"`
+	AgentSuites []SuiteRate `json:"agent_run_tests_suites,omitempty"`
 	// Regressions are the evaluation's pass → fail transitions.
 	Regressions []replay.Regression `json:"regressions,omitempty"`
 }
@@ -114,12 +120,36 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 	if d, ok := duration(t.StartedAt, end); ok {
 		t.DurationSeconds = &d
 	}
+	sc := TraceScores(tr)
 	if ev != nil {
-		fromEvaluation(&t, ev)
-	} else {
-		fromTrace(&t, tr)
+		sc.Score = EvaluationSeries(ev)
+	}
+	t.setScores(sc)
+	if ev != nil {
+		t.Regressions = replay.Regressions(ev.TestAttribution)
 	}
 	return t
+}
+
+// setScores fills t's rates from sc.
+func (t *Trajectory) setScores(sc Scores) {
+	s := sc.Score
+	t.RateSource, t.ByPart, t.SolvedAt, t.BestRate, t.BestPart, t.PassRate = "", []Point{}, 0, nil, 0, nil
+	t.Suites, t.SuiteByPart = []SuiteRate{}, nil
+	if !s.Empty() {
+		t.RateSource, t.ByPart, t.Suites, t.SolvedAt = s.Source, s.Points, s.Latest, s.SolvedAt
+		if len(s.Suites) > 0 {
+			t.SuiteByPart = s.Suites
+		}
+		r, _ := s.Rate()
+		t.PassRate = &r
+		b, part, _ := s.Best()
+		t.BestRate, t.BestPart = &b, part
+	}
+	t.AgentByPart, t.AgentSuites = nil, nil
+	if !sc.Agent.Empty() {
+		t.AgentByPart, t.AgentSuites = sc.Agent.Points, sc.Agent.Latest
+	}
 }
 
 func duration(start, end string) (float64, bool) {
@@ -129,62 +159,6 @@ func duration(start, end string) (float64, bool) {
 		return 0, false
 	}
 	return e.Sub(s).Seconds(), true
-}
-
-func fromEvaluation(t *Trajectory, ev *replay.Output) {
-	t.RateSource = FromEvaluation
-	t.SuiteByPart = map[string][]Point{}
-	parts := ev.PartEvaluations.Keys()
-	for _, part := range parts {
-		pe := ev.PartEvaluations[part]
-		t.ByPart = append(t.ByPart, Point{Part: part, Rate: pe.PassRate})
-		for name, s := range pe.Suites {
-			t.SuiteByPart[name] = append(t.SuiteByPart[name], Point{Part: part, Rate: s.PassRate})
-		}
-	}
-	if len(parts) > 0 {
-		last := parts[len(parts)-1]
-		pe := ev.PartEvaluations[last]
-		for name, s := range pe.Suites {
-			t.Suites = append(t.Suites, SuiteRate{Suite: name, Passed: s.Passed, Total: s.Total, Rate: s.PassRate, Part: last})
-		}
-		r := pe.PassRate
-		t.PassRate = &r
-	}
-	sortSuites(t.Suites)
-	t.Regressions = replay.Regressions(ev.TestAttribution)
-}
-
-// fromTrace takes pass rates from the run_tests calls in the trace: the
-// latest call per path, and after each part with calls, the overall rate
-// over the latest result of every path seen so far (TraceRates).
-func fromTrace(t *Trajectory, tr *trace.Trace) {
-	var rates TraceRates
-	for _, turn := range tr.Turns {
-		for _, p := range turn.Parts {
-			seen := false
-			for _, c := range p.EnvoiCalls {
-				s, ok := ParseCall(c)
-				if !ok {
-					continue
-				}
-				s.Part = p.Part
-				rates.Add(s)
-				seen = true
-			}
-			if seen {
-				r, _ := rates.Rate()
-				t.ByPart = append(t.ByPart, Point{Part: p.Part, Rate: r})
-			}
-		}
-	}
-	r, ok := rates.Rate()
-	if !ok {
-		return
-	}
-	t.RateSource = FromTrace
-	t.Suites = rates.Suites()
-	t.PassRate = &r
 }
 
 // TraceRates follows a trajectory's pass rates through its run_tests

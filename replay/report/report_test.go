@@ -43,7 +43,7 @@ func sample() report.Report {
 		{ID: "traj-b", Agent: "opencode", Model: "scripted/b", Parts: 30, Turns: 6, EndReason: "part_limit",
 			StartedAt: "2026-11-21T11:00:00.000000Z", DurationSeconds: f(600),
 			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 35, Total: 70, Rate: 0.5, Part: 30}, {Suite: "wacct/chapter_1", Passed: 3, Total: 24, Rate: 0.125, Part: 28}},
-			PassRate: f(38.0 / 94), RateSource: report.FromTrace,
+			PassRate: f(38.0 / 94), RateSource: report.FromRunTests,
 			ByPart: []report.Point{{5, 0.1}, {15, 0.3}, {28, 0.4}},
 		},
 		{ID: "traj-c", Agent: "opencode", Model: "scripted/c", Parts: 2, Turns: 1, EndReason: "agent_error", Suites: []report.SuiteRate{}, ByPart: []report.Point{}},
@@ -121,7 +121,7 @@ func TestSummarizeOriginalTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := report.Summarize(tr, nil)
-	if s.Parts != 5 || s.Turns != 2 || s.EndReason != "part_limit" || s.RateSource != report.FromTrace || s.Tokens != nil {
+	if s.Parts != 5 || s.Turns != 2 || s.EndReason != "part_limit" || s.RateSource != report.FromRunTests || s.Tokens != nil {
 		t.Fatalf("summary %+v", s)
 	}
 	if len(s.Suites) != 2 || s.Suites[0] != (report.SuiteRate{Suite: "basics", Passed: 9, Total: 10, Rate: 0.9, Part: 5}) ||
@@ -178,7 +178,7 @@ func TestCollectFromStore(t *testing.T) {
 	if n := trajs[1]; n.RateSource != report.FromEvaluation || *n.PassRate != 1 || len(n.ByPart) != 2 || n.EndReason != "solved" || n.TraceID != "" {
 		t.Fatalf("traj-new %+v", n)
 	}
-	if o := trajs[2]; o.RateSource != report.FromTrace || o.TraceID != "a3f1c2d4-0b5e-4c7a-9e21-5d6f7a8b9c01" {
+	if o := trajs[2]; o.RateSource != report.FromRunTests || o.TraceID != "a3f1c2d4-0b5e-4c7a-9e21-5d6f7a8b9c01" {
 		t.Fatalf("traj-orig %+v", o)
 	}
 	var text bytes.Buffer
@@ -245,7 +245,7 @@ func TestCollectFolders(t *testing.T) {
 	if len(trajs) != 2 || trajs[0].ID != "traj-a" || trajs[1].ID != "traj-b" {
 		t.Fatalf("collected %+v", trajs)
 	}
-	if a := trajs[0]; a.RateSource != report.FromTrace || a.Suites[0].Passed != 3 || a.Suites[0].Total != 10 {
+	if a := trajs[0]; a.RateSource != report.FromRunTests || a.Suites[0].Passed != 3 || a.Suites[0].Total != 10 {
 		t.Fatalf("traj-a %+v", a)
 	}
 	if b := trajs[1]; b.RateSource != report.FromEvaluation || *b.PassRate != 1 || b.Suites[0].Part != 2 {
@@ -275,7 +275,7 @@ func TestCollectFromS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(trajs) != 1 || trajs[0].Parts != 5 || trajs[0].RateSource != report.FromTrace {
+	if len(trajs) != 1 || trajs[0].Parts != 5 || trajs[0].RateSource != report.FromRunTests {
 		t.Fatalf("collected %+v", trajs)
 	}
 }

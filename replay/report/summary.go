@@ -15,10 +15,10 @@ import (
 
 // SummaryVersion changes when the summary file's content changes meaning;
 // a report recomputes summaries of another version from the trace.
-const SummaryVersion = 1
+const SummaryVersion = 2
 
 // SummaryFile is trajectories/<id>/summary.json: a finished trajectory's
-// report row from its trace (rates from the agent's run_tests calls), so a
+// report row from its trace (rates from ground truth, else the agent's run_tests calls), so a
 // report over many trajectories reads a few KB per trajectory instead of
 // every trace. TraceSize is the size of the trace it was made from: a
 // trace that changed since (a resumed trajectory) makes it stale.
@@ -130,8 +130,9 @@ func loadSummary(ctx context.Context, st Store, id string, traceSize int64) (*Su
 // withEvaluation replaces a summary's rates by an evaluation's.
 func (s *SummaryFile) withEvaluation(ev *replay.Output) Trajectory {
 	t := s.Trajectory
-	t.Suites, t.ByPart, t.SuiteByPart, t.PassRate, t.RateSource, t.Regressions = []SuiteRate{}, []Point{}, nil, nil, "", nil
-	fromEvaluation(&t, ev)
+	agent := Series{Source: FromRunTests, Points: t.AgentByPart, Latest: t.AgentSuites}
+	t.setScores(Scores{Score: EvaluationSeries(ev), Agent: agent})
+	t.Regressions = replay.Regressions(ev.TestAttribution)
 	return t
 }
 

@@ -31,7 +31,7 @@ func WriteCSV(w io.Writer, r Report) error {
 	suites := r.suiteNames()
 	cw := csv.NewWriter(w)
 	head := []string{"trajectory_id", "agent", "model", "task", "parts", "turns", "end_reason", "started_at", "duration_seconds",
-		"tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost", "pass_rate", "rate_source"}
+		"tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost", "pass_rate", "rate_source", "best_pass_rate", "best_part", "solved_at"}
 	for _, s := range suites {
 		head = append(head, "rate:"+s)
 	}
@@ -45,7 +45,14 @@ func WriteCSV(w io.Writer, r Report) error {
 		} else {
 			row = append(row, "", "", "", "", "", "")
 		}
-		row = append(row, optFloat(t.Cost, 6), optFloat(t.PassRate, 4), t.RateSource)
+		best, solved := "", ""
+		if t.BestRate != nil {
+			best = strconv.Itoa(t.BestPart)
+		}
+		if t.SolvedAt > 0 {
+			solved = strconv.Itoa(t.SolvedAt)
+		}
+		row = append(row, optFloat(t.Cost, 6), optFloat(t.PassRate, 4), t.RateSource, optFloat(t.BestRate, 4), best, solved)
 		for _, s := range suites {
 			v := ""
 			for _, sr := range t.Suites {
@@ -134,8 +141,9 @@ type trajView struct {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct":  fmtPct,
-	"rate": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
+	"source": SourceName,
+	"pct":    fmtPct,
+	"rate":   func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
 	"width": func(v *float64) string {
 		if v == nil {
 			return "0"
@@ -250,7 +258,7 @@ svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
 <table>
 <thead><tr><th>trajectory</th><th>agent</th><th>model</th><th class="num">parts</th><th class="num">turns</th><th>end reason</th><th class="num">duration</th><th class="num">tokens</th><th class="num">cost</th><th>pass rate</th><th>latest per suite</th></tr></thead>
 <tbody>
-{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}</td><td>{{dash .Agent}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{.RateSource}})</span>{{end}}</td><td>{{suites .}}</td></tr>
+{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}</td><td>{{dash .Agent}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}</td><td>{{suites .}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .Single}}{{range .Trajectories}}

@@ -109,8 +109,8 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "open the store page",
 		chromedp.Navigate(base+"/?token="+srv.Token()),
 		chromedp.WaitVisible(chromedp.CSS(`#trajectories tr[data-id="beta"]`)))
-	if n := js[int](t, ctx, `document.querySelectorAll("#trajectories tbody tr").length`); n != 4 {
-		t.Fatalf("store page lists %d trajectories, want 4", n)
+	if n := js[int](t, ctx, `document.querySelectorAll("#trajectories tbody tr").length`); n != 5 {
+		t.Fatalf("store page lists %d trajectories, want 5", n)
 	}
 	run(t, ctx, "filter the store page", chromedp.SendKeys(chromedp.CSS(`#filter`), "other"))
 	if n := js[int](t, ctx, `document.querySelectorAll("#trajectories tbody tr").length`); n != 1 {
@@ -129,6 +129,11 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#jump`), "3"),
 		chromedp.Click(chromedp.CSS(`#go`)),
 		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="3"][data-tab="part"] .tool-output`)))
+	run(t, ctx, "part 3 says what it did to the score", chromedp.WaitVisible(chromedp.CSS(`#effect .after`)))
+	if fx := text(t, ctx, `#effect`); !strings.Contains(fx, "→") || !strings.Contains(fx, "evaluation") {
+		t.Errorf("part 3's effect: %q", fx)
+	}
+	curveChecks(t, ctx)
 	detail := text(t, ctx, `#detail`)
 	for _, want := range []string{"Part 3", "sub-agent of ses_alpha", "wrote src/lexer.c", "Model calls", "scripted/tiny"} {
 		if !strings.Contains(detail, want) {
@@ -169,6 +174,109 @@ func TestBrowser(t *testing.T) {
 	n := js[int](t, ctx, `document.querySelectorAll("#compare-curve svg path").length`)
 	if suites := text(t, ctx, `#compare-suites`); n != 2 || !strings.Contains(suites, "extra") || !strings.Contains(suites, "basics") {
 		t.Errorf("compare page: %d curves, suites table:\n%s", n, suites)
+	}
+}
+
+// curveChecks attacks the curve's controls: the cursor follows the
+// selected part, a drag zooms (and the button resets), a legend entry
+// hides its line, and hovering reads the lines out.
+func curveChecks(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve line.cursor").length`); n != 1 {
+		t.Errorf("%d cursor lines at the selected part, want 1", n)
+	}
+	lines := js[int](t, ctx, `document.querySelectorAll("#curve path.line").length`)
+	js[bool](t, ctx, `document.querySelector("#curve .legend button.series").click() || true`)
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve path.line").length`); n != lines-1 {
+		t.Errorf("hiding a series leaves %d of %d lines", n, lines)
+	}
+	js[bool](t, ctx, `document.querySelector("#curve .legend button.series").click() || true`)
+	drag := `(() => { const s = document.querySelector("#curve .surface"), r = s.getBoundingClientRect(), y = r.top + r.height / 2;
+		const ev = (t, x) => new MouseEvent(t, {bubbles: true, clientX: x, clientY: y});
+		s.dispatchEvent(ev("mousedown", r.left + r.width * 0.1)); s.dispatchEvent(ev("mousemove", r.left + r.width * 0.5));
+		const ro = document.querySelector("#curve .readout").textContent;
+		window.dispatchEvent(ev("mouseup", r.left + r.width * 0.5)); return ro; })()`
+	if ro := js[string](t, ctx, drag); !strings.Contains(ro, "part ") || !strings.Contains(ro, "overall") || !strings.Contains(ro, "%") {
+		t.Errorf("hover readout %q", ro)
+	}
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve .zoom-reset").length`); n != 1 {
+		t.Fatalf("no reset button after a drag: the curve did not zoom")
+	}
+	js[bool](t, ctx, `document.querySelector("#curve .zoom-reset").click() || true`)
+	if n := js[int](t, ctx, `document.querySelectorAll("#curve .zoom-reset").length`); n != 0 {
+		t.Errorf("reset zoom left the curve zoomed")
+	}
+}
+
+// TestBrowserGroundTruth opens the recorded demo without evaluation.json at
+// 1,400 px: the page says its score comes from ground truth and shows the
+// trace's value; the tests tab says the same; neither page overflows.
+func TestBrowserGroundTruth(t *testing.T) {
+	srv, base, _ := testServer(t, Options{StoreURL: sharedSample(t)})
+	f, err := os.Open(filepath.Join(groundTruthDemoDir, store.TraceName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := trace.Summarize(f)
+	f.Close()
+	if err != nil || ts.GroundTruth == nil {
+		t.Fatalf("the fixture has no ground truth: %v", err)
+	}
+	want := fmt.Sprintf("%.1f%%", 100*float64(ts.GroundTruth.Passed)/float64(ts.GroundTruth.Total))
+	ctx := browser(t, 1400, 1000)
+	run(t, ctx, "open the demo without evaluation",
+		chromedp.Navigate(base+"/?token="+srv.Token()+"#/t/demo-ground-truth"),
+		chromedp.WaitVisible(chromedp.CSS(`#score-source`)),
+		chromedp.WaitVisible(chromedp.CSS(`#curve svg path.line`)))
+	if src := js[string](t, ctx, `document.querySelector("#score-source").dataset.source`); src != "ground_truth" {
+		t.Errorf("score source %q, want ground_truth", src)
+	}
+	if got := text(t, ctx, `#score b`); got != want {
+		t.Errorf("score shows %q, the trace's ground truth is %s", got, want)
+	}
+	if cs := text(t, ctx, `#curve-source`); !strings.Contains(cs, "ground truth") {
+		t.Errorf("curve source %q", cs)
+	}
+	noOverflow(t, ctx, "trajectory page")
+	// "drwxr-xr-x" is only in the output of the agent's `ls -la` (part 7).
+	run(t, ctx, "search a word from a tool output",
+		chromedp.SendKeys(chromedp.CSS(`#search`), "DRWXR-XR-X\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#hits .hit[data-part="7"]`)),
+		chromedp.Click(chromedp.CSS(`#hits .hit[data-part="7"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="7"][data-tab="part"] .tool-output`)))
+	if out := text(t, ctx, `#detail .tool-output`); !strings.Contains(out, "drwxr-xr-x") {
+		t.Errorf("the hit opened a part whose output is %q", out)
+	}
+	js[bool](t, ctx, `document.activeElement.blur() || true`)
+	run(t, ctx, "j opens the next part",
+		chromedp.KeyEvent("j"),
+		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="8"]`)))
+	run(t, ctx, "n opens the next checkpoint", chromedp.KeyEvent("n"))
+	run(t, ctx, "] opens the next score change", chromedp.WaitVisible(chromedp.CSS(`#effect .after`)), chromedp.KeyEvent("]"))
+	if sel := js[int](t, ctx, `window.trajView.state.sel`); sel <= 8 {
+		t.Errorf("after n and ] the selected part is %d, want one after 8", sel)
+	}
+	run(t, ctx, "tests tab",
+		chromedp.Click(chromedp.CSS(`#tab-tests`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tests-source`)))
+	if src := js[string](t, ctx, `document.querySelector("#tests-source").dataset.source`); src != "ground_truth" {
+		t.Errorf("tests tab source %q, want ground_truth", src)
+	}
+	noOverflow(t, ctx, "tests tab")
+}
+
+// noOverflow fails when the page or any element scrolls sideways.
+func noOverflow(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	over := js[[]string](t, ctx, `(() => { const out = [];
+		if (document.documentElement.scrollWidth > window.innerWidth) out.push("page " + document.documentElement.scrollWidth);
+		for (const e of document.querySelectorAll("main *")) {
+			const cs = getComputedStyle(e);
+			if (e.scrollWidth > e.clientWidth + 1 && (cs.overflowX === "auto" || cs.overflowX === "scroll")) out.push(e.tagName + "#" + e.id + "." + e.className + " " + e.scrollWidth + ">" + e.clientWidth);
+		}
+		return out; })()`)
+	if len(over) > 0 {
+		t.Errorf("%s overflows at 1,400 px: %v", page, over)
 	}
 }
 

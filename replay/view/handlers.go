@@ -32,6 +32,9 @@ type Summary struct {
 	Cost      *float64           `json:"cost"`
 	Score     *float64           `json:"score"`
 	Source    string             `json:"score_source,omitempty"`
+	Best      *float64           `json:"best"`
+	BestPart  int                `json:"best_part,omitempty"`
+	SolvedAt  int                `json:"solved_at,omitempty"`
 	Suites    []report.SuiteRate `json:"suites"`
 	Warning   string             `json:"warning,omitempty"`
 	Error     string             `json:"error,omitempty"`
@@ -72,9 +75,10 @@ func (s *snapshot) summary(id string) Summary {
 	sum.Tokens, sum.Cost = ix.Usage()
 	c := s.curve()
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
+	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
 	evalParts := 0
 	if s.eval != nil {
-		evalParts = len(s.eval.parts)
+		evalParts = len(s.eval.series.Points)
 	}
 	sum.Version = strconv.FormatInt(ix.Size, 10) + "-" + strconv.Itoa(len(ix.Parts)) + "-" + strconv.Itoa(evalParts)
 	return sum
@@ -408,12 +412,15 @@ func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"commit": commit, "file": f})
 }
 
-// TestsView is the tests tab: per test, the parts that moved it (from an
-// evaluation), or per test path the best run_tests result (from the trace).
+// TestsView is the tests tab: the score's latest counts per suite (with
+// their source), per test the parts that moved it (from an evaluation), and
+// apart, per test path the agent's own run_tests calls.
 type TestsView struct {
-	Source string    `json:"source"`
-	Tests  []testRow `json:"tests"`
-	Paths  []PathRow `json:"paths"`
+	Source string             `json:"source"`
+	Suites []report.SuiteRate `json:"suites"`
+	Tests  []testRow          `json:"tests"`
+	// Paths are the agent's run_tests calls (source run_tests).
+	Paths []PathRow `json:"paths"`
 }
 
 // PathRow is one test path's run_tests history in the trace.
@@ -434,9 +441,10 @@ func (s *Server) apiTests(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
-	v := TestsView{Tests: []testRow{}, Paths: []PathRow{}}
+	sc := snap.scores()
+	v := TestsView{Source: sc.Score.Source, Suites: sc.Score.Latest, Tests: []testRow{}, Paths: []PathRow{}}
 	if e := snap.eval; e != nil {
-		v.Source, v.Tests = fromEvaluation, e.tests
+		v.Tests = e.tests
 	}
 	byPath := map[string]*PathRow{}
 	for _, c := range snap.ix.Calls {
@@ -455,9 +463,6 @@ func (s *Server) apiTests(w http.ResponseWriter, r *http.Request) {
 		v.Paths = append(v.Paths, *p)
 	}
 	sort.Slice(v.Paths, func(i, j int) bool { return v.Paths[i].Path < v.Paths[j].Path })
-	if v.Source == "" && len(v.Paths) > 0 {
-		v.Source = fromTrace
-	}
 	writeJSON(w, v)
 }
 

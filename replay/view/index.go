@@ -68,6 +68,9 @@ type Index struct {
 	Sessions []Session
 	// Calls are the trace's run_tests results, in part order.
 	Calls []CallPoint
+	// Ground are the parts' ground-truth results, in the order they
+	// landed (session_end's are in End).
+	Ground []trace.GroundTruth
 	// End is session_end; nil while the trajectory is being recorded.
 	End       *trace.SessionEnd
 	Artifacts map[string]string
@@ -128,8 +131,8 @@ func (ix *Index) Update(f io.ReaderAt, size int64) error {
 	return nil
 }
 
-// clone copies ix so that a resumed scan leaves ix as it was. Parts and
-// Calls only grow: the clone shares their arrays and appends past ix's
+// clone copies ix so that a resumed scan leaves ix as it was. Parts, Calls
+// and Ground only grow: the clone shares their arrays and appends past ix's
 // length, which ix never reads. Turns and sessions are changed in place,
 // so they are copied (they are few).
 func (ix *Index) clone() *Index {
@@ -493,11 +496,12 @@ type indexedPart struct {
 	GitCommit      string                `json:"git_commit"`
 	Tokens         *trace.Tokens         `json:"tokens"`
 	Cost           *float64              `json:"cost"`
+	GroundTruth    []trace.GroundTruth   `json:"ground_truth"`
 }
 
 // indexedKeys are the part fields indexing decodes.
 var indexedKeys = map[string]bool{"part": true, "timestamp": true, "sessions": true, "session_ids": true, "session_id": true,
-	"envoi_calls": true, "repo_checkpoint": true, "git_commit": true, "tokens": true, "cost": true}
+	"envoi_calls": true, "repo_checkpoint": true, "git_commit": true, "tokens": true, "cost": true, "ground_truth": true}
 
 // decodeIndexed decodes the indexed fields of a part, skipping the rest
 // (content, other parts, messages) without decoding it.
@@ -570,6 +574,7 @@ func (ix *Index) addPart(turn int, off int64, raw []byte) error {
 		}
 		*ix.PartCost += *p.Cost
 	}
+	ix.Ground = append(ix.Ground, p.GroundTruth...)
 	for _, c := range p.EnvoiCalls {
 		if s, ok := report.ParseCall(c); ok {
 			ix.Calls = append(ix.Calls, CallPoint{Part: p.Part, Suite: s.Suite, Passed: s.Passed, Total: s.Total})

@@ -85,10 +85,10 @@ func dress(tr *trace.Trace, say func(n int) string) {
 	}
 }
 
-// sampleStore makes a store holding four finished trajectories: alpha
+// sampleStore makes a store holding five finished trajectories: alpha
 // (with a regression) and beta, both evaluated for real with the tiny
-// environment, evil, whose agent text is a script injection, and demo, a
-// trajectory recorded with the real OpenCode (addDemo).
+// environment, evil, whose agent text is a script injection, and demo and
+// demo-ground-truth, recorded with the real OpenCode (addDemo).
 func sampleStore(t testing.TB, dir string) {
 	t.Helper()
 	ctx := context.Background()
@@ -174,19 +174,34 @@ func gatewayRecord(t testing.TB, tr *trace.Trace, say func(int) string) []byte {
 // scripted model) with its evaluation, kept by the export tests.
 const demoDir = "../export/testdata/demo"
 
-// addDemo copies the recorded demo trajectory into the store as "demo".
+// groundTruthDemoDir is the demo recorded by `traj run` with ground truth
+// (results on parts; the run ended before its final tree's result landed)
+// and no evaluation.json: its score must come from ground truth, not from
+// the agent's run_tests calls.
+const groundTruthDemoDir = "testdata/demo-ground-truth"
+
+// addDemo copies the recorded demo trajectories into the store as "demo"
+// (with its evaluation) and "demo-ground-truth" (without).
 func addDemo(t testing.TB, dir string) {
 	t.Helper()
-	out := filepath.Join(dir, store.TrajectoriesDir, "demo")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{store.TraceName, store.BundleName, store.EvaluationName} {
-		data, err := os.ReadFile(filepath.Join(demoDir, name))
-		if err != nil {
+	for _, d := range []struct {
+		id, from string
+		names    []string
+	}{
+		{"demo", demoDir, []string{store.TraceName, store.BundleName, store.EvaluationName}},
+		{"demo-ground-truth", groundTruthDemoDir, []string{store.TraceName, store.BundleName}},
+	} {
+		out := filepath.Join(dir, store.TrajectoriesDir, d.id)
+		if err := os.MkdirAll(out, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		write(t, filepath.Join(out, name), data)
+		for _, name := range d.names {
+			data, err := os.ReadFile(filepath.Join(d.from, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(out, name), data)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package view
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -11,20 +12,17 @@ import (
 
 // Score sources, as the report names them.
 const (
-	fromEvaluation = report.FromEvaluation
-	fromTrace      = report.FromTrace
+	fromEvaluation  = report.FromEvaluation
+	fromGroundTruth = report.FromGroundTruth
+	fromRunTests    = report.FromRunTests
 )
 
 // evalData is a stored evaluate report reduced to what the pages show.
 type evalData struct {
-	parts  []int // parts with a result, ascending
-	rates  []float64
-	suites map[string][]float64 // per suite, aligned with parts (NaN: absent)
-	latest []report.SuiteRate
+	series report.Series
 	tests  []testRow
-	// regressions and firstPasses: part → test ids.
-	regressions map[int][]string
-	firstPasses map[int][]string
+	// fixed: part → tests that passed again there.
+	fixed map[int][]string
 }
 
 // testRow is one test's attribution.
@@ -37,46 +35,42 @@ type testRow struct {
 }
 
 func newEvalData(out *replay.Output) *evalData {
-	e := &evalData{suites: map[string][]float64{}, regressions: map[int][]string{}, firstPasses: map[int][]string{}}
-	e.parts = out.PartEvaluations.Keys()
-	e.rates = make([]float64, len(e.parts))
-	for i, part := range e.parts {
-		pe := out.PartEvaluations[part]
-		e.rates[i] = pe.PassRate
-		for name, s := range pe.Suites {
-			col, ok := e.suites[name]
-			if !ok {
-				col = make([]float64, len(e.parts))
-				for j := range col {
-					col[j] = math.NaN()
-				}
-				e.suites[name] = col
-			}
-			col[i] = s.PassRate
-		}
-	}
-	if n := len(e.parts); n > 0 {
-		last := out.PartEvaluations[e.parts[n-1]]
-		for name, s := range last.Suites {
-			e.latest = append(e.latest, report.SuiteRate{Suite: name, Passed: s.Passed, Total: s.Total, Rate: s.PassRate, Part: e.parts[n-1]})
-		}
-		sort.Slice(e.latest, func(i, j int) bool { return e.latest[i].Suite < e.latest[j].Suite })
-	}
+	e := &evalData{series: report.EvaluationSeries(out), fixed: map[int][]string{}}
 	for id, a := range out.TestAttribution {
-		e.tests = append(e.tests, testRow{Test: id, FirstPass: a.FirstPassPart, BrokenAt: a.BrokenAt, FixedAt: a.FixedAt, PassingAtEnd: a.PassingAtEnd})
-		if a.FirstPassPart != nil {
-			e.firstPasses[*a.FirstPassPart] = append(e.firstPasses[*a.FirstPassPart], id)
+		for _, p := range a.FixedAt {
+			e.fixed[p] = append(e.fixed[p], id)
 		}
-	}
-	for _, r := range replay.Regressions(out.TestAttribution) {
-		e.regressions[r.BrokenAt] = append(e.regressions[r.BrokenAt], r.Test)
+		e.tests = append(e.tests, testRow{Test: id, FirstPass: a.FirstPassPart, BrokenAt: a.BrokenAt, FixedAt: a.FixedAt, PassingAtEnd: a.PassingAtEnd})
 	}
 	sort.Slice(e.tests, func(i, j int) bool { return e.tests[i].Test < e.tests[j].Test })
 	return e
 }
 
+// scores is the trajectory's score (a stored evaluation, else the trace's
+// ground truth, else the agent's run_tests calls) and, apart, the agent's
+// run_tests series; report.Series owns the rules.
+func (s *snapshot) scores() report.Scores {
+	ix := s.ix
+	calls := make([]report.SuiteRate, len(ix.Calls))
+	for i, c := range ix.Calls {
+		calls[i] = report.SuiteRate{Suite: c.Suite, Passed: c.Passed, Total: c.Total, Rate: replay.PassRate(c.Passed, c.Total), Part: c.Part}
+	}
+	agent := report.RunTestsSeries(calls)
+	ground := ix.Ground
+	if ix.End != nil && len(ix.End.GroundTruth) > 0 {
+		ground = append(ground[:len(ground):len(ground)], ix.End.GroundTruth...)
+	}
+	var ev report.Series
+	if s.eval != nil {
+		ev = s.eval.series
+	}
+	return report.Scores{Score: report.Choose(ev, report.GroundTruthSeries(ground), agent), Agent: agent}
+}
+
 // Curve is a trajectory's score over its parts, downsampled for drawing.
 type Curve struct {
+	// Source is where the score comes from: evaluation, ground_truth or
+	// run_tests (the agent's own calls, when nothing else is known).
 	Source string `json:"source"`
 	// Points are [part, unix ms, rate] triples.
 	Points [][3]float64 `json:"points"`
@@ -87,6 +81,14 @@ type Curve struct {
 	// Latest is the latest result per suite.
 	Latest []report.SuiteRate `json:"latest"`
 	Rate   *float64           `json:"rate"`
+	// Best is the highest rate, first reached at BestPart; SolvedAt the
+	// first part whose result passed every case (0: none).
+	Best     *float64 `json:"best"`
+	BestPart int      `json:"best_part,omitempty"`
+	SolvedAt int      `json:"solved_at,omitempty"`
+	// Agent is the overall rate the agent's run_tests calls claimed, when
+	// the score comes from elsewhere: a separate series, never the score.
+	Agent [][3]float64 `json:"agent,omitempty"`
 	// Milestones is, per pass rate in milestoneRates, the first part that
 	// reached it (absent: never), from every point, not the downsampled.
 	Milestones map[string]int `json:"milestones"`
@@ -121,8 +123,7 @@ type Mark struct {
 // still draws from at most this many points per line.
 const maxPoints = 1500
 
-// curve computes the score curve of s: from the evaluation when there is
-// one, else from the trace's run_tests calls.
+// curve computes the score curve of s with its source.
 func (s *snapshot) curve() Curve {
 	c := Curve{Suites: map[string][][3]float64{}, Points: [][3]float64{}, Marks: []Mark{}, Latest: []report.SuiteRate{}, Milestones: map[string]int{}}
 	ix := s.ix
@@ -132,68 +133,40 @@ func (s *snapshot) curve() Curve {
 		}
 		return 0
 	}
-	if e := s.eval; e != nil && len(e.parts) > 0 {
-		c.Source = fromEvaluation
-		c.Points = downsample(e.parts, e.rates, at)
-		c.Milestones = milestones(e.parts, e.rates)
-		for name, col := range e.suites {
-			c.Suites[name] = downsample(e.parts, col, at)
-		}
-		c.Latest = e.latest
-		r := e.rates[len(e.rates)-1]
-		c.Rate = &r
-		c.Marks = append(c.Marks, marks(e.regressions, "regression", at)...)
-		c.Marks = append(c.Marks, marks(e.firstPasses, "first_pass", at)...)
-		sort.Slice(c.Marks, func(i, j int) bool { return c.Marks[i].Part < c.Marks[j].Part })
+	sc := s.scores()
+	sr := sc.Score
+	if sr.Empty() {
 		return c
 	}
-	if len(ix.Calls) == 0 {
-		return c
+	c.Source = sr.Source
+	parts, rates := split(sr.Points)
+	c.Points = downsample(parts, rates, at)
+	c.Milestones = milestones(parts, rates)
+	for name, pts := range sr.Suites {
+		ps, rs := split(pts)
+		c.Suites[name] = downsample(ps, rs, at)
 	}
-	c.Source = fromTrace
-	var rates report.TraceRates
-	var parts []int
-	var overall []float64
-	suiteParts := map[string][]int{}
-	suiteRates := map[string][]float64{}
-	best := map[string]int{}
-	prev := -1.0
-	regress, first := map[int][]string{}, map[int][]string{}
-	for i, cp := range ix.Calls {
-		sr := report.SuiteRate{Suite: cp.Suite, Passed: cp.Passed, Total: cp.Total, Rate: replay.PassRate(cp.Passed, cp.Total), Part: cp.Part}
-		rates.Add(sr)
-		suiteParts[cp.Suite] = append(suiteParts[cp.Suite], cp.Part)
-		suiteRates[cp.Suite] = append(suiteRates[cp.Suite], sr.Rate)
-		if b, ok := best[cp.Suite]; !ok || cp.Passed > b {
-			if cp.Passed > 0 {
-				first[cp.Part] = append(first[cp.Part], cp.Suite)
-			}
-			best[cp.Suite] = cp.Passed
-		}
-		if i+1 < len(ix.Calls) && ix.Calls[i+1].Part == cp.Part {
-			continue // one point per part, after all its calls
-		}
-		r, _ := rates.Rate()
-		if prev >= 0 && r < prev {
-			regress[cp.Part] = append(regress[cp.Part], "overall pass rate fell")
-		}
-		prev = r
-		parts = append(parts, cp.Part)
-		overall = append(overall, r)
+	c.Latest = sr.Latest
+	r, _ := sr.Rate()
+	c.Rate = &r
+	b, bp, _ := sr.Best()
+	c.Best, c.BestPart, c.SolvedAt = &b, bp, sr.SolvedAt
+	if sr.Source != fromRunTests && !sc.Agent.Empty() {
+		ps, rs := split(sc.Agent.Points)
+		c.Agent = downsample(ps, rs, at)
 	}
-	c.Points = downsample(parts, overall, at)
-	c.Milestones = milestones(parts, overall)
-	for name, ps := range suiteParts {
-		c.Suites[name] = downsample(ps, suiteRates[name], at)
-	}
-	c.Latest = rates.Suites()
-	if r, ok := rates.Rate(); ok {
-		c.Rate = &r
-	}
-	c.Marks = append(c.Marks, marks(regress, "regression", at)...)
-	c.Marks = append(c.Marks, marks(first, "first_pass", at)...)
+	c.Marks = append(c.Marks, marks(sr.Drops, "regression", at)...)
+	c.Marks = append(c.Marks, marks(sr.Gains, "first_pass", at)...)
 	sort.Slice(c.Marks, func(i, j int) bool { return c.Marks[i].Part < c.Marks[j].Part })
 	return c
+}
+
+func split(pts []report.Point) ([]int, []float64) {
+	parts, rates := make([]int, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		parts[i], rates[i] = p.Part, p.Rate
+	}
+	return parts, rates
 }
 
 // downsample keeps at most maxPoints points: the first and last, and per
@@ -252,7 +225,7 @@ const maxMarkTests = 20
 func marks(m map[int][]string, kind string, at func(int) float64) []Mark {
 	out := make([]Mark, 0, len(m))
 	for part, tests := range m {
-		sort.Strings(tests)
+		tests = slices.Sorted(slices.Values(tests)) // m is shared by requests: sort a copy
 		mk := Mark{Part: part, Time: int64(at(part)), Kind: kind, Count: len(tests), Tests: tests}
 		if len(tests) > maxMarkTests {
 			mk.Tests = tests[:maxMarkTests]

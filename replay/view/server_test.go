@@ -169,7 +169,7 @@ func TestAPI(t *testing.T) {
 		Trajectories []Summary `json:"trajectories"`
 	}
 	c.mustGet("/api/trajectories", &list)
-	if len(list.Trajectories) != 4 {
+	if len(list.Trajectories) != 5 {
 		t.Fatalf("trajectories: %+v", list.Trajectories)
 	}
 	alpha := list.Trajectories[0]
@@ -294,7 +294,7 @@ func TestLiveTrajectory(t *testing.T) {
 	}
 	var curve Curve
 	c.mustGet("/api/t/live/curve", &curve)
-	if len(curve.Points) != 3 || curve.Source != fromTrace {
+	if len(curve.Points) != 3 || curve.Source != fromRunTests {
 		t.Errorf("live curve = %+v", curve)
 	}
 	if err := w.EndTurn(trace.TurnEnd{EndedAt: tracetest.Time(30)}); err != nil {
@@ -342,7 +342,7 @@ func TestS3Store(t *testing.T) {
 		Trajectories []Summary `json:"trajectories"`
 	}
 	c.mustGet("/api/trajectories", &list)
-	if len(list.Trajectories) != 4 || list.Trajectories[1].ID != "beta" || list.Trajectories[1].Source != fromEvaluation || !strings.HasPrefix(list.Store, "s3://") {
+	if len(list.Trajectories) != 5 || list.Trajectories[1].ID != "beta" || list.Trajectories[1].Source != fromEvaluation || !strings.HasPrefix(list.Store, "s3://") {
 		t.Fatalf("S3 listing = %+v", list)
 	}
 	var d Detail
@@ -435,6 +435,43 @@ func TestRecordedDemo(t *testing.T) {
 	c.mustGet("/api/t/demo", &m)
 	if m.Source != fromEvaluation || m.Score == nil || len(m.Sessions) < 2 {
 		t.Errorf("demo summary = %+v, sessions %+v", m.Summary, m.Sessions)
+	}
+}
+
+// TestGroundTruthScore: the recorded demo without evaluation.json is
+// scored by the trace's ground truth (the latest evaluated checkpoint),
+// not by the agent's run_tests calls, which stay a separate series.
+func TestGroundTruthScore(t *testing.T) {
+	_, _, c := testServer(t, Options{StoreURL: sharedSample(t)})
+	f, err := os.Open(filepath.Join(groundTruthDemoDir, store.TraceName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ts, err := trace.Summarize(f)
+	if err != nil || ts.GroundTruth == nil {
+		t.Fatalf("the fixture has no ground truth: %v", err)
+	}
+	want := float64(ts.GroundTruth.Passed) / float64(ts.GroundTruth.Total)
+	var m Meta
+	c.mustGet("/api/t/demo-ground-truth", &m)
+	if m.Source != fromGroundTruth || m.Score == nil || *m.Score != want {
+		t.Fatalf("score %v from %q, want %v from ground truth", deref(m.Score), m.Source, want)
+	}
+	var curve Curve
+	c.mustGet("/api/t/demo-ground-truth/curve", &curve)
+	if curve.Source != fromGroundTruth || len(curve.Agent) == 0 || curve.Latest[0].Suite == "basics/smoke" {
+		t.Errorf("curve from %q, agent series %d points, suites %+v", curve.Source, len(curve.Agent), curve.Latest)
+	}
+	for _, mk := range curve.Marks {
+		if mk.Kind == "regression" {
+			t.Errorf("ground truth never fell in this run, yet the curve marks a regression at part %d: %v", mk.Part, mk.Tests)
+		}
+	}
+	var tv TestsView
+	c.mustGet("/api/t/demo-ground-truth/tests", &tv)
+	if tv.Source != fromGroundTruth || len(tv.Suites) != len(ts.GroundTruth.Suites) || len(tv.Paths) == 0 {
+		t.Errorf("tests tab: %+v", tv)
 	}
 }
 

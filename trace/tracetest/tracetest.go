@@ -59,6 +59,22 @@ func RunTests(path string, passed, failed int) trace.EnvoiCall {
 	return trace.EnvoiCall{Path: path, Timestamp: Time(0), DurationMs: 1200, StatusCode: 200, Result: res}
 }
 
+// GroundTruth returns a ground-truth result for part's checkpoint: one
+// suite per path with passed of total cases; solved when all pass.
+func GroundTruth(part int, suites ...trace.SuiteCount) trace.GroundTruth {
+	g := trace.GroundTruth{Part: part, Commit: Commit(part), Timestamp: Time(part), DurationMs: 900, Suites: suites, Solved: len(suites) > 0}
+	for _, s := range suites {
+		g.Passed, g.Failed, g.Total = g.Passed+s.Passed, g.Failed+s.Failed, g.Total+s.Total
+		g.Solved = g.Solved && s.Passed == s.Total
+	}
+	return g
+}
+
+// Suite is one path's counts in a ground-truth result.
+func Suite(path string, passed, total int64) trace.SuiteCount {
+	return trace.SuiteCount{Path: path, Passed: passed, Failed: total - passed, Total: total, BuildOK: true}
+}
+
 // Part returns a small text part n with the given commit.
 func Part(n int, commit string) *trace.Part {
 	content, _ := json.Marshal(map[string]any{
@@ -131,6 +147,10 @@ type Spec struct {
 	Commit func(n int) string
 	// EnvoiCalls adds run_tests calls to part n.
 	EnvoiCalls map[int][]trace.EnvoiCall
+	// GroundTruth adds ground-truth results to part n; EndGroundTruth to
+	// session_end.
+	GroundTruth    map[int][]trace.GroundTruth
+	EndGroundTruth []trace.GroundTruth
 	// PartSize > 0 makes RealisticPart parts of about that many bytes.
 	PartSize int
 	// End is the session_end reason; "" leaves the trace unfinished (the
@@ -154,6 +174,7 @@ func (s Spec) part(n int) *trace.Part {
 	if calls := s.EnvoiCalls[n]; calls != nil {
 		p.EnvoiCalls = calls
 	}
+	p.GroundTruth = s.GroundTruth[n]
 	return p
 }
 
@@ -203,7 +224,7 @@ func write(path string, s Spec) error {
 		}
 	}
 	if s.End != "" {
-		if err := w.Finish(trace.SessionEnd{Reason: s.End, EndedAt: Time(n + 1)}, s.Artifacts); err != nil {
+		if err := w.Finish(trace.SessionEnd{Reason: s.End, EndedAt: Time(n + 1), GroundTruth: s.EndGroundTruth}, s.Artifacts); err != nil {
 			return err
 		}
 	}
@@ -243,7 +264,7 @@ func Build(s Spec) *trace.Trace {
 		t.Turns = append(t.Turns, turn)
 	}
 	if s.End != "" {
-		t.SessionEnd = &trace.SessionEnd{Reason: s.End, TotalParts: n, TotalTurns: len(s.Turns), FinalGitCommit: final, EndedAt: Time(n + 1)}
+		t.SessionEnd = &trace.SessionEnd{Reason: s.End, TotalParts: n, TotalTurns: len(s.Turns), FinalGitCommit: final, EndedAt: Time(n + 1), GroundTruth: s.EndGroundTruth}
 		if s.Artifacts != nil {
 			t.Artifacts = s.Artifacts
 		}

@@ -10,7 +10,9 @@
   const PAGE = 200;      // timeline rows fetched at once
   const POLL_MS = 2000;  // how often an open page looks for new parts
   const SVGNS = "http://www.w3.org/2000/svg";
-  const COLORS = ["#2f6fd6", "#d9822b", "#1f8a4c", "#c23a3a", "#7a3fb8", "#0f8b8d", "#8c6d1f", "#d6336c", "#495057", "#5c7cfa", "#2b8a3e", "#e8590c"];
+  // Suite and trajectory colours; red and green are kept for the marks
+  // (regression, first pass), so no line is mistaken for one.
+  const COLORS = ["#2f6fd6", "#d9822b", "#7a3fb8", "#0f8b8d", "#8c6d1f", "#d6336c", "#495057", "#5c7cfa", "#e8590c", "#1098ad", "#ae3ec9", "#5f3dc4"];
 
   // el builds an element: el("td", {class: "num"}, "text", child…).
   function el(tag, attrs, ...kids) {
@@ -57,6 +59,11 @@
   const enc = encodeURIComponent;
 
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
+  // srcName says where a score comes from: a stored evaluation, traj's
+  // ground truth during the run, or (only when neither exists) the agent's
+  // own run_tests calls.
+  const SOURCES = { evaluation: "evaluation", ground_truth: "ground truth", run_tests: "agent's run_tests" };
+  function srcName(s) { return s ? SOURCES[s] || s : "–"; }
   function money(x) { return x === null || x === undefined ? "–" : "$" + x.toFixed(x < 1 ? 4 : 2); }
   function dur(s) {
     if (s === null || s === undefined) return "–";
@@ -112,7 +119,7 @@
     add(app, title, storeLine, el("div", { class: "toolbar" }, filterBox, cmpBtn, el("span", { class: "muted", id: "count" })), table);
     const cols = [
       ["", null], ["id", "id"], ["agent", "agent"], ["model", "model"], ["task", "task"], ["parts", "parts", "num"],
-      ["end", "end_reason"], ["score", "score", "num"], ["source", "score_source"], ["cost", "cost", "num"], ["duration", "duration_s", "num"],
+      ["end", "end_reason"], ["score", "score", "num"], ["best", "best", "num"], ["solved at", "solved_at", "num"], ["source", "score_source"], ["cost", "cost", "num"], ["duration", "duration_s", "num"],
     ];
     function val(r, k) { const v = r[k]; return v === null || v === undefined ? -Infinity : v; }
     function draw() {
@@ -132,7 +139,10 @@
           el("td", {}, el("a", { href: "#/t/" + enc(r.id), class: "traj-link" }, r.id), r.error ? el("div", { class: "bad" }, r.error) : null, r.warning ? el("div", { class: "warn" }, r.warning) : null),
           el("td", {}, r.agent || "–"), el("td", {}, r.model || "–"), el("td", {}, r.task || "–"),
           el("td", { class: "num" }, num(r.parts)), el("td", {}, endBadge(r)),
-          el("td", { class: "num" }, pct(r.score)), el("td", { class: "muted" }, r.score_source || "–"),
+          el("td", { class: "num" }, pct(r.score)),
+          el("td", { class: "num" }, r.best === null || r.best === undefined ? "–" : [pct(r.best), el("span", { class: "muted" }, " @" + r.best_part)]),
+          el("td", { class: "num" }, r.solved_at ? el("a", { href: "#/t/" + enc(r.id) + "/" + r.solved_at }, "part " + r.solved_at) : "–"),
+          el("td", { class: "muted src" }, srcName(r.score_source)),
           el("td", { class: "num" }, money(r.cost)), el("td", { class: "num" }, dur(r.duration_s))));
       }
       add(table, body);
@@ -158,10 +168,18 @@
   }
 
   // ---------- charts ----------
-  // chart draws staircase lines of series [{name, color, points: [[x, y]]}] and
-  // marks [{x, kind, label, onclick}] into box.
+  // chart draws staircase lines of series [{name, color, points: [[x, y]]}]
+  // and marks [{x, part, kind, tests, count, label, onclick}] into box. It
+  // stays usable at 10,000 parts: drag across the plot to zoom (the button
+  // resets), marks closer than a few pixels merge into one with a count,
+  // a line shows opts.cursor (the selected part), hovering reads every
+  // shown series at that x, and a legend entry hides or shows its series.
+  // opts.xlabel(x) names an x in the readout. State (zoom, hidden series)
+  // lives on box so redraws keep it.
   function chart(box, series, marks, opts) {
     clear(box);
+    box._redraw = () => chart(box, series, marks, opts);
+    const hidden = box._hidden || (box._hidden = new Set());
     const W = Math.max(box.clientWidth || 800, 300), H = opts.height || 200;
     const L = 44, R = 10, T = 10, B = 26;
     let xmin = Infinity, xmax = -Infinity;
@@ -171,9 +189,14 @@
     if (opts.xmin !== undefined) xmin = Math.min(xmin, opts.xmin);
     if (!isFinite(xmin)) { add(box, el("div", { class: "empty" }, opts.empty || "No scores yet.")); return; }
     if (xmax === xmin) xmax = xmin + 1;
+    const full = [xmin, xmax];
+    if (box._zoom) [xmin, xmax] = box._zoom;
     const X = (x) => L + (x - xmin) / (xmax - xmin) * (W - L - R);
+    const inv = (px) => xmin + (px - L) / (W - L - R) * (xmax - xmin);
     const Y = (y) => T + (1 - y) * (H - T - B);
     const root = svg("svg", { viewBox: "0 0 " + W + " " + H, height: H, role: "img" });
+    const clipId = "clip-" + (box.id || "chart");
+    root.appendChild(svg("defs", {}, svg("clipPath", { id: clipId }, svg("rect", { x: L, y: 0, width: W - L - R, height: H }))));
     for (const y of [0, 0.25, 0.5, 0.75, 1]) {
       root.appendChild(svg("line", { x1: L, x2: W - R, y1: Y(y), y2: Y(y), class: "grid" }));
       root.appendChild(svg("text", { x: L - 6, y: Y(y) + 4, "text-anchor": "end" }, (y * 100) + "%"));
@@ -183,32 +206,87 @@
       const x = xmin + (xmax - xmin) * i / 5;
       root.appendChild(svg("text", { x: X(x), y: H - 8, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" }, opts.xfmt(x)));
     }
-    for (const s of series) {
+    const lines = svg("g", { "clip-path": "url(#" + clipId + ")" });
+    const shown = series.filter((s) => !hidden.has(s.name));
+    for (const s of shown) {
       if (!s.points.length) continue;
       let d = "";
       s.points.forEach((p, i) => {
         d += (i ? " H" + X(p[0]).toFixed(1) + " V" : "M" + X(p[0]).toFixed(1) + " ") + Y(p[1]).toFixed(1);
       });
       const last = s.points[s.points.length - 1];
-      if (opts.xmax !== undefined && last[0] < xmax) d += " H" + X(xmax).toFixed(1);
-      root.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1 },
+      if (opts.xmax !== undefined && last[0] < full[1]) d += " H" + X(full[1]).toFixed(1);
+      lines.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1, "stroke-dasharray": s.dash || "none", class: "line" },
         svg("title", {}, s.name)));
     }
+    root.appendChild(lines);
+    if (opts.cursor && opts.cursor >= xmin && opts.cursor <= xmax) {
+      root.appendChild(svg("line", { x1: X(opts.cursor), x2: X(opts.cursor), y1: T, y2: Y(0), class: "cursor" }));
+    }
+    // The hover and drag surface lies under the marks, so marks stay
+    // clickable.
+    const surface = svg("rect", { x: L, y: T, width: W - L - R, height: Y(0) - T, class: "surface" });
+    const hoverLine = svg("line", { x1: 0, x2: 0, y1: T, y2: Y(0), class: "hover hidden" });
+    const band = svg("rect", { x: 0, y: T, width: 0, height: Y(0) - T, class: "band hidden" });
+    root.appendChild(surface); root.appendChild(hoverLine); root.appendChild(band);
+    // Marks within BUCKET pixels of each other merge: one shape per kind
+    // and bucket, its count beside it, every part and test in its tooltip.
+    const BUCKET = 6;
+    const buckets = new Map();
     for (const m of marks || []) {
-      const x = X(m.x);
-      const shape = m.kind === "regression"
-        ? svg("path", { d: `M${x - 5} ${T} L${x + 5} ${T} L${x} ${T + 8} Z`, fill: "#c23a3a", class: "mark", "data-part": m.part, onclick: m.onclick })
-        : svg("circle", { cx: x, cy: Y(0) - 4, r: 3.5, fill: "#1f8a4c", class: "mark", "data-part": m.part, onclick: m.onclick });
-      shape.appendChild(svg("title", {}, m.label));
-      root.appendChild(shape);
+      if (m.x < xmin || m.x > xmax) continue;
+      const key = m.kind + ":" + Math.floor(X(m.x) / BUCKET);
+      const b = buckets.get(key);
+      if (!b) buckets.set(key, { kind: m.kind, x: m.x, parts: [m.part], count: m.count || 1, labels: [m.label], first: m });
+      else { b.parts.push(m.part); b.count += m.count || 1; if (b.labels.length < 12) b.labels.push(m.label); }
+    }
+    for (const b of buckets.values()) {
+      const x = X(b.x);
+      const many = b.parts.length > 1;
+      const label = (many ? b.parts.length + " parts, " + b.count + (b.kind === "regression" ? " broke" : " first passed") + ":\n" : "") + b.labels.join("\n") + (b.parts.length > b.labels.length ? "\n…" : "");
+      const g = svg("g", { class: "mark mark-" + b.kind, "data-part": b.parts[0], "data-count": b.parts.length, onclick: b.first.onclick });
+      if (b.kind === "regression") g.appendChild(svg("path", { d: `M${x - 5} ${T} L${x + 5} ${T} L${x} ${T + 8} Z` }));
+      else g.appendChild(svg("circle", { cx: x, cy: Y(0) - 4, r: 3.5 }));
+      if (many) g.appendChild(svg("text", { x: x + 6, y: b.kind === "regression" ? T + 8 : Y(0) - 8, class: "mark-count" }, String(b.parts.length)));
+      g.appendChild(svg("title", {}, label));
+      root.appendChild(g);
     }
     box.appendChild(root);
-    if (series.length > 1 || opts.legend) {
-      add(box, el("div", { class: "legend" }, series.map((s) => {
-        const sw = el("i"); sw.style.background = s.color;
-        return el("span", {}, sw, s.name);
-      }), (marks || []).length ? el("span", { class: "muted" }, "▼ regression  ● first pass (click to open the part)") : null));
-    }
+    const readout = el("div", { class: "readout muted" }, "\u00a0");
+    const at = (pts, x) => { let v = null; for (const p of pts) { if (p[0] > x) break; v = p[1]; } return v; };
+    const pxOf = (e) => { const r = root.getBoundingClientRect(); return (e.clientX - r.left) * W / r.width; };
+    let drag = null;
+    surface.addEventListener("mousedown", (e) => { drag = pxOf(e); e.preventDefault(); });
+    root.addEventListener("mousemove", (e) => {
+      const px = Math.min(Math.max(pxOf(e), L), W - R);
+      hoverLine.setAttribute("x1", px); hoverLine.setAttribute("x2", px); hoverLine.classList.remove("hidden");
+      const x = inv(px);
+      readout.textContent = [opts.xlabel ? opts.xlabel(x) : opts.xfmt(x)].concat(shown.map((s) => {
+        const v = at(s.points, x); return s.name + " " + (v === null ? "–" : pct(v));
+      })).join(" · ");
+      if (drag !== null) {
+        band.setAttribute("x", Math.min(drag, px)); band.setAttribute("width", Math.abs(px - drag)); band.classList.remove("hidden");
+      }
+    });
+    root.addEventListener("mouseleave", () => { hoverLine.classList.add("hidden"); });
+    window.addEventListener("mouseup", function up(e) {
+      window.removeEventListener("mouseup", up);
+      if (drag === null) return;
+      const px = Math.min(Math.max(pxOf(e), L), W - R), a = drag;
+      drag = null;
+      if (Math.abs(px - a) < 5) { band.classList.add("hidden"); return; }
+      box._zoom = [inv(Math.min(a, px)), inv(Math.max(a, px))];
+      box._redraw();
+    });
+    const reset = box._zoom ? el("button", { class: "zoom-reset", onclick: () => { box._zoom = null; box._redraw(); } }, "reset zoom") : null;
+    add(box, el("div", { class: "legend" }, series.map((s) => {
+      const sw = el("i", { class: s.dash ? "dashed" : null }); sw.style.background = s.color;
+      return el("button", { class: "series" + (hidden.has(s.name) ? " off" : ""), title: "show or hide", onclick: () => {
+        if (hidden.has(s.name)) hidden.delete(s.name); else hidden.add(s.name);
+        box._redraw();
+      } }, sw, s.name);
+    }), (marks || []).length ? el("span", { class: "muted" }, el("b", { class: "key-regression" }, "▼"), " regression ", el("b", { class: "key-first" }, "●"), " first pass (click to open; a number is how many parts share the pixel)") : null,
+    reset, readout));
   }
 
   // ---------- trajectory page ----------
@@ -218,9 +296,24 @@
     const st = { id, meta: null, total: 0, pages: new Map(), loading: new Map(), sel: 0, tab: startTab || "part", by: "part", follow: false, stopped: false, version: "" };
     const head = el("div");
     const chartBox = el("div", { class: "chart", id: "curve" });
-    const byPart = el("button", { class: "on", id: "by-part", onclick: () => { st.by = "part"; byPart.className = "on"; byTime.className = ""; drawCurve(); } }, "by part");
-    const byTime = el("button", { id: "by-time", onclick: () => { st.by = "time"; byTime.className = "on"; byPart.className = ""; drawCurve(); } }, "by time");
+    const byPart = el("button", { class: "on", id: "by-part", onclick: () => { st.by = "part"; chartBox._zoom = null; byPart.className = "on"; byTime.className = ""; drawCurve(); } }, "by part");
+    const byTime = el("button", { id: "by-time", onclick: () => { st.by = "time"; chartBox._zoom = null; byTime.className = "on"; byPart.className = ""; drawCurve(); } }, "by time");
     const jumpBox = el("input", { type: "number", id: "jump", min: 1, placeholder: "part #", onkeydown: (e) => { if (e.key === "Enter") jump(parseInt(jumpBox.value, 10)); } });
+    // Search runs on the server over every part's recorded text, tool
+    // input and output; a hit opens its part.
+    const hitsBox = el("div", { class: "hits hidden", id: "hits" });
+    const onlyCommitted = el("input", { type: "checkbox", id: "only-committed" });
+    const onlyTests = el("input", { type: "checkbox", id: "only-run-tests" });
+    const searchBox = el("input", { type: "search", id: "search", placeholder: "search parts…", size: 18, onkeydown: (e) => { if (e.key === "Enter") search(searchBox.value); if (e.key === "Escape") hitsBox.classList.add("hidden"); } });
+    async function search(q) {
+      clear(hitsBox);
+      if (!q) { hitsBox.classList.add("hidden"); return; }
+      hitsBox.classList.remove("hidden");
+      let d;
+      try { d = await api("/api/t/" + enc(id) + "/search?q=" + enc(q) + (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "")); } catch (e) { add(hitsBox, el("div", { class: "bad" }, e.message)); return; }
+      add(hitsBox, el("div", { class: "muted" }, d.total + " parts match" + (d.total > d.hits.length ? " (first " + d.hits.length + " shown)" : ""), " ", el("a", { onclick: () => hitsBox.classList.add("hidden") }, "close")),
+        d.hits.map((h) => el("div", { class: "hit", "data-part": h.part, onclick: () => jump(h.part) }, el("b", {}, "part " + h.part), " ", el("span", { class: "mono" }, h.snippet))));
+    }
     const followBox = el("input", { type: "checkbox", id: "follow", onchange: (e) => { st.follow = e.target.checked; if (st.follow) jump(st.total); } });
     const tl = el("div", { class: "timeline", id: "timeline" });
     const spacer = el("div", { class: "spacer" });
@@ -233,6 +326,9 @@
         el("div", { class: "timeline-wrap" },
           el("div", { class: "toolbar" }, el("b", {}, "Parts"), jumpBox, el("button", { id: "go", onclick: () => jump(parseInt(jumpBox.value, 10)) }, "Go"),
             el("label", { class: "muted" }, followBox, " follow new parts"), el("span", { class: "muted", id: "total" })),
+          el("div", { class: "toolbar" }, searchBox, el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests"),
+            el("span", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change")),
+          hitsBox,
           tl),
         detail));
     let curve = null;
@@ -243,7 +339,9 @@
         el("div", { class: "summary" },
           el("span", {}, "agent ", el("b", {}, m.agent || "–")), el("span", {}, "model ", el("b", {}, m.model || "–")),
           el("span", {}, "task ", el("b", {}, m.task || "–")), el("span", {}, "parts ", el("b", { id: "parts-count" }, num(m.parts))),
-          el("span", {}, "turns ", el("b", {}, num(m.turns))), el("span", {}, "score ", el("b", {}, pct(m.score)), m.score_source ? " (" + m.score_source + ")" : ""),
+          el("span", {}, "turns ", el("b", {}, num(m.turns))), el("span", { id: "score" }, "score ", el("b", {}, pct(m.score)), m.score_source ? el("span", { class: "muted", id: "score-source", "data-source": m.score_source }, " (" + srcName(m.score_source) + ")") : ""),
+          m.best !== null && m.best !== undefined ? el("span", {}, "best ", el("b", {}, pct(m.best)), " at part ", el("a", { onclick: () => jump(m.best_part) }, m.best_part)) : null,
+          m.solved_at ? el("span", {}, "solved at part ", el("a", { onclick: () => jump(m.solved_at) }, m.solved_at)) : null,
           el("span", {}, "cost ", el("b", {}, money(m.cost))), el("span", {}, "tokens ", el("b", {}, m.tokens ? num(m.tokens.input + m.tokens.output + m.tokens.reasoning + m.tokens.cache_read + m.tokens.cache_write) : "–")),
           el("span", {}, "duration ", el("b", {}, dur(m.duration_s))),
           m.sessions.length > 1 ? el("span", {}, "sessions ", el("b", {}, m.sessions.length)) : null),
@@ -259,14 +357,24 @@
       Object.keys(curve.suites).sort().forEach((name, i) => {
         series.push({ name, color: COLORS[i % COLORS.length], opacity: 0.8, points: curve.suites[name].map((p) => [xv(p), p[2]]) });
       });
+      if (curve.agent && curve.agent.length) {
+        series.push({ name: "agent's run_tests (its claim, not the score)", color: "#8a94a3", dash: "4 3", opacity: 0.9, points: curve.agent.map((p) => [xv(p), p[2]]) });
+      }
       const marks = curve.marks.map((m) => ({
         x: st.by === "part" ? m.part : (m.time - t0) / 1000, part: m.part, kind: m.kind,
+        count: m.count,
         label: (m.kind === "regression" ? "part " + m.part + " broke " : "part " + m.part + " first passed ") + m.count + ": " + m.tests.join(", ") + (m.count > m.tests.length ? " …" : ""),
         onclick: () => jump(m.part),
       }));
+      const cursor = st.sel ? (st.by === "part" ? st.sel : (rowAt(st.sel) ? (rowAt(st.sel).time - t0) / 1000 : undefined)) : undefined;
+      const xlabel = (x) => {
+        if (st.by !== "part") return "after " + dur(x);
+        const n = Math.max(1, Math.round(x)), r = rowAt(n);
+        return "part " + n + (r && r.time ? " · " + clock(r.time) + (t0 ? " (+" + dur((r.time - t0) / 1000) + ")" : "") : "");
+      };
       const xmax = st.by === "part" ? st.total : (st.meta ? (st.meta.last_time - t0) / 1000 : undefined);
-      chart(chartBox, series, marks, { height: 170, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
-      document.getElementById("curve-source").textContent = curve.source ? "from " + curve.source : "";
+      chart(chartBox, series, marks, { height: 170, cursor, xlabel, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
+      document.getElementById("curve-source").textContent = curve.source ? "from " + srcName(curve.source) : "";
     }
 
     // The timeline is virtual: only the rows in view exist, fetched a page
@@ -315,7 +423,7 @@
         if (before && before.turn !== r.turn) div.classList.add("turn-start");
         const ind = el("span", { class: "ind" });
         ind.style.width = (r.depth * 16) + "px";
-        add(div, el("span", { class: "n" }, r.part), el("span", { class: "t" }, clock(r.time)), ind,
+        add(div, el("span", { class: "n" }, r.part), el("span", { class: "t" }, clock(r.time)), el("span", { class: "el" }, st.meta && st.meta.first_time && r.time ? "+" + dur((r.time - st.meta.first_time) / 1000) : ""), ind,
           r.depth > 0 ? el("span", { class: "badge sub", title: "sub-agent session " + r.session }, "sub") : null,
           el("span", { class: "k k-" + r.kind }, r.tool ? r.tool : r.kind),
           el("span", { class: "title" }, r.title),
@@ -349,6 +457,7 @@
     }
     function select(n) {
       st.sel = n;
+      drawCurve();
       for (const r of spacer.querySelectorAll(".row.sel")) r.classList.remove("sel");
       const r = spacer.querySelector('.row[data-part="' + n + '"]');
       if (r) r.classList.add("sel");
@@ -398,6 +507,9 @@
           el("dt", {}, "commit"), el("dd", { class: "mono" }, d.git_commit || "–"),
           d.usage ? [el("dt", {}, "tokens"), el("dd", {}, "input " + num(d.usage.input) + ", output " + num(d.usage.output) + ", reasoning " + num(d.usage.reasoning) + ", cache read " + num(d.usage.cache_read) + ", cache write " + num(d.usage.cache_write))] : null,
           d.cost_usd !== undefined && d.cost_usd !== null ? [el("dt", {}, "cost"), el("dd", {}, money(d.cost_usd))] : null));
+      const fx = el("div", { class: "effect", id: "effect" });
+      add(body, fx);
+      showEffect(fx, n);
       if (d.prompt) add(body, el("h2", {}, "Prompt"), el("pre", { class: "prompt" }, d.prompt));
       for (const a of d.before) if (a.text) add(body, el("h2", {}, a.kind || "before"), el("pre", { class: "aside" }, a.text));
       if (d.text) add(body, el("h2", {}, d.kind === "reasoning" ? "Reasoning" : "Text"), el("pre", { class: "agent-text", id: "agent-text" }, d.text));
@@ -526,15 +638,39 @@
       detail.setAttribute("data-part", n); detail.setAttribute("data-tab", "code");
     }
 
+    // showEffect says what part n did to the score: before → after at its
+    // checkpoint (with the source), the tests or suites that first passed,
+    // broke or were fixed there, and the nearest score changes.
+    async function showEffect(box, n) {
+      let e;
+      try { e = await api("/api/t/" + enc(id) + "/effect/" + n); } catch (err) { add(box, el("span", { class: "bad" }, err.message)); return; }
+      if (st.sel !== n) return;
+      st.effect = e;
+      if (!e.source) { add(box, el("span", { class: "muted" }, "No score known for this trajectory.")); return; }
+      const testLinks = (names) => names.map((t, i) => [i ? ", " : "", el("a", { class: "mono", onclick: () => { st.testFilter = t; st.tab = "tests"; setHash(); showTab(); } }, t)]);
+      add(box, el("div", {}, "score ", el("span", { class: "muted" }, "(" + srcName(e.source) + ")"), " ",
+        el("b", { class: "before" }, pct(e.before)), " → ", el("b", { class: "after" }, pct(e.after)),
+        e.evaluated ? el("span", { class: "muted" }, " at this part's checkpoint") : el("span", { class: "muted" }, " (no result at this part; the score standing)")),
+      e.first_passed.length ? el("div", { class: "good first-passed" }, "first passed: ", testLinks(e.first_passed)) : null,
+      e.broken.length ? el("div", { class: "bad broken" }, "broke: ", testLinks(e.broken)) : null,
+      e.fixed.length ? el("div", { class: "fixed" }, "fixed: ", testLinks(e.fixed)) : null,
+      el("div", { class: "muted" }, e.prev_change ? el("a", { class: "prev-change", onclick: () => jump(e.prev_change) }, "◀ score changed at part " + e.prev_change) : "no earlier score change",
+        " · ", e.next_change ? el("a", { class: "next-change", onclick: () => jump(e.next_change) }, "next change at part " + e.next_change + " ▶") : "no later score change"));
+    }
+
     async function showTests(body) {
       const d = await api("/api/t/" + enc(id) + "/tests");
       clear(body);
-      if (!d.source) { add(body, el("p", { class: "muted" }, "No test results: the trace has no run_tests results and the trajectory has no evaluation (run traj replay evaluate).")); return; }
+      if (!d.source) { add(body, el("p", { class: "muted" }, "No test results: the trace has no ground truth or run_tests results and the trajectory has no evaluation (run traj replay evaluate).")); return; }
       const link = (p) => el("a", { onclick: () => jump(p) }, p);
       const links = (ps) => ps && ps.length ? ps.map((p, i) => [i ? ", " : "", link(p)]) : "–";
+      add(body, el("h2", {}, "Score per suite ", el("span", { class: "muted", id: "tests-source", "data-source": d.source }, "(from " + srcName(d.source) + ")")),
+        el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "rate"), el("th", {}, "at part")),
+          d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part))))));
       if (d.tests.length) {
-        let filter = "";
-        const box = el("input", { type: "search", placeholder: "filter tests", oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
+        let filter = (st.testFilter || "").toLowerCase();
+        const box = el("input", { type: "search", placeholder: "filter tests", value: st.testFilter || null, oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
+        st.testFilter = "";
         const table = el("table", { id: "tests" });
         const LIMIT = 1500;
         const draw = () => {
@@ -551,7 +687,7 @@
         add(body, el("h2", {}, "Tests (from the evaluation)"), el("div", { class: "toolbar" }, box, el("span", { class: "muted" }, d.tests.length + " tests")), table);
       }
       if (d.paths.length) {
-        add(body, el("h2", {}, "run_tests calls in the trace"), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "calls"), el("th", {}, "best"), el("th", {}, "first call"), el("th", {}, "last")),
+        add(body, el("h2", {}, "The agent's run_tests calls ", el("span", { class: "muted" }, d.source === "run_tests" ? "(the only results known: the agent's claim)" : "(its own claim, not the score)")), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "calls"), el("th", {}, "best"), el("th", {}, "first call"), el("th", {}, "last")),
           d.paths.map((p) => el("tr", {}, el("td", { class: "mono" }, p.path), el("td", { class: "num" }, p.calls), el("td", {}, p.best_passed + "/" + p.total + " at part ", link(p.best_part)),
             el("td", {}, link(p.first_part)), el("td", {}, p.last_passed + " at part ", link(p.last_part))))));
       }
@@ -585,9 +721,28 @@
       } catch (e) { status("error: " + e.message); if (first) { clear(app); add(app, el("p", { class: "bad" }, e.message)); } }
       if (!st.stopped && (first || (st.meta && st.meta.running))) st.timer = setTimeout(() => refresh(false), POLL_MS);
     }
+    async function checkpoint(dir) {
+      const d = await api("/api/t/" + enc(id) + "/nav/" + (st.sel || 0) + "?dir=" + dir);
+      if (d.part) jump(d.part);
+    }
+    function onKey(e) {
+      if (e.target && (e.target.tagName === "INPUT" || e.target.tagName === "TEXTAREA")) return;
+      const fx = st.effect && st.effect.part === st.sel ? st.effect : null;
+      switch (e.key) {
+        case "j": jump(Math.min((st.sel || 0) + 1, st.total)); break;
+        case "k": jump(Math.max((st.sel || 2) - 1, 1)); break;
+        case "n": checkpoint("next"); break;
+        case "p": checkpoint("prev"); break;
+        case "]": if (fx && fx.next_change) jump(fx.next_change); break;
+        case "[": if (fx && fx.prev_change) jump(fx.prev_change); break;
+        default: return;
+      }
+      e.preventDefault();
+    }
+    document.addEventListener("keydown", onKey);
     window.trajView = { jump, select, state: st };
     refresh(true);
-    return () => { st.stopped = true; clearTimeout(st.timer); window.trajView = null; };
+    return () => { st.stopped = true; clearTimeout(st.timer); window.trajView = null; document.removeEventListener("keydown", onKey); };
   }
 
   // ---------- compare page ----------
@@ -615,8 +770,8 @@
       draw();
       const ts = data.trajectories;
       add(tables, el("h2", {}, "Summary"), el("table", { id: "compare-summary" },
-        el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "agent"), el("th", {}, "model"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration")),
-        ts.map((t, i) => { const s = t.summary; const sw = el("i"); sw.style.background = COLORS[i % COLORS.length]; return el("tr", {}, el("td", {}, el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", {}, s.agent), el("td", {}, s.model), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s))); })));
+        el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "agent"), el("th", {}, "model"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", {}, "source"), el("th", { class: "num" }, "best"), el("th", { class: "num" }, "solved at"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration")),
+        ts.map((t, i) => { const s = t.summary; const sw = el("i"); sw.style.background = COLORS[i % COLORS.length]; return el("tr", {}, el("td", {}, el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", {}, s.agent), el("td", {}, s.model), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s))); })));
       const suites = [...new Set(ts.flatMap((t) => t.curve.latest.map((s) => s.suite)))].sort();
       add(tables, el("h2", {}, "Latest pass rate per suite"), el("table", { id: "compare-suites" },
         el("tr", {}, el("th", {}, "suite"), ts.map((t) => el("th", { class: "num" }, t.summary.id))),

@@ -1,0 +1,213 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/trajlab/traj/sandbox/image"
+	"github.com/trajlab/traj/sandbox/xec"
+)
+
+// Action is one short command run in a sandbox of its own: an
+// evaluation's build, one compile, one program (replay/evalbox). It sees
+// the host's toolchain read-only (bwrap: /usr; container: the image),
+// a private /tmp and HOME, no network, and only its Mounts of the host.
+type Action struct {
+	// Path and Args name the program as the action sees it.
+	Path string
+	Args []string
+	// Dir is the working directory inside.
+	Dir string
+	// Mounts are the host paths this action sees.
+	Mounts []Mount
+	// Timeout ends the action (every process of it); it must be positive.
+	Timeout time.Duration
+	// OutputLimit caps stdout and stderr, each.
+	OutputLimit int
+	// CombineOutput sends stderr into stdout.
+	CombineOutput bool
+}
+
+// Actions runs Actions, each in a fresh sandbox: its own PID namespace
+// (bwrap) or container, so no process it starts outlives it, and no
+// action sees another's files unless both are given the same Mount. All
+// actions of one Actions share its limits (one cgroup, bwrap) and its
+// hidden files.
+type Actions struct {
+	provider string
+	opts     ActionOptions
+	dir      string
+	// bwrap
+	bin   string
+	etc   string
+	cg    *cgroup
+	cgErr error
+	// container
+	engine image.Engine
+	image  string
+}
+
+// ActionOptions configure Actions.
+type ActionOptions struct {
+	// Dir is traj's folder for the actions' own files (passwd, group);
+	// created if missing, never shown whole.
+	Dir string
+	// Limits bound all actions together (bwrap: one cgroup where traj may
+	// make one) or each (container).
+	Limits Limits
+	// Hide lists host files shown as empty (/dev/null) in every action:
+	// gcc's C front ends for a task that denies the C compiler (bwrap
+	// only: the container's toolchain is the image's).
+	Hide []string
+	// Nice lowers the actions' CPU priority (0..19).
+	Nice int
+	// Image and Engine: as Options' (container only).
+	Image  string
+	Engine string
+}
+
+// NewActions prepares Actions for provider "bwrap" or "container".
+func NewActions(ctx context.Context, provider string, o ActionOptions) (*Actions, error) {
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("actions folder: %w", err)
+	}
+	a := &Actions{provider: provider, opts: o, dir: o.Dir}
+	switch provider {
+	case ProviderBwrap:
+		bin, err := exec.LookPath("bwrap")
+		if err != nil {
+			return nil, fmt.Errorf("bwrap actions: %w (%s)", err, installAdvice)
+		}
+		a.bin, a.etc = bin, filepath.Join(o.Dir, "etc")
+		if err := writeEtc(a.etc); err != nil {
+			return nil, fmt.Errorf("bwrap actions: %w", err)
+		}
+		if o.Limits != (Limits{}) {
+			a.cg, a.cgErr = newCgroup("traj-actions-"+randomSuffix(), o.Limits)
+		}
+	case ProviderContainer:
+		if len(o.Hide) > 0 {
+			return nil, errors.New("container actions: hiding host files needs bwrap (the container's toolchain is its image's)")
+		}
+		e, _, err := FindEngine(ctx, o.Engine)
+		if err != nil {
+			return nil, fmt.Errorf("container actions: %w", err)
+		}
+		img := o.Image
+		if img == "" {
+			img = image.Name()
+		}
+		if !image.Exists(ctx, e, img) {
+			return nil, fmt.Errorf("container actions: image %s is missing: run `make image`", img)
+		}
+		a.engine, a.image = e, img
+	default:
+		return nil, fmt.Errorf("actions: provider %q runs no sandbox (use the host for trusted trees)", provider)
+	}
+	return a, nil
+}
+
+// Enforced says what isolation and limits are in force, for logs.
+func (a *Actions) Enforced() string {
+	switch {
+	case a.provider == ProviderContainer:
+		return "a container per action, network none, runtime limits"
+	case a.cg != nil:
+		return "a bwrap per action (own pid namespace), network none; cgroup limits: " + fmt.Sprint(a.cg.enforced)
+	case a.opts.Limits != (Limits{}):
+		return "a bwrap per action (own pid namespace), network none; limits NOT enforced (no cgroup: " + a.cgErr.Error() + ")"
+	}
+	return "a bwrap per action (own pid namespace), network none"
+}
+
+// Run runs one action and waits until it and every process it started
+// are gone. The error is for an action that could not start; how it ended
+// is in the result.
+func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
+	if a.provider == ProviderContainer {
+		return a.runContainer(ctx, act)
+	}
+	args := bwrapBase(a.etc, NetworkNone)
+	args = append(args, "--new-session")
+	args = append(args, bwrapMounts(act.Mounts)...)
+	for _, h := range a.opts.Hide {
+		args = append(args, "--ro-bind", os.DevNull, h)
+	}
+	args = append(args, "--remount-ro", "/", "--chdir", act.Dir, "--", act.Path)
+	args = append(args, act.Args...)
+	path := a.bin
+	if a.cg != nil || a.opts.Nice > 0 {
+		// Join the cgroup (and lower the priority) before bwrap starts,
+		// so nothing it forks escapes.
+		var procs []string
+		if a.cg != nil {
+			procs = a.cg.procsFiles()
+		}
+		pre := []string{"sh", a.bin}
+		if a.opts.Nice > 0 {
+			pre = []string{"sh", "nice", "-n", strconv.Itoa(min(a.opts.Nice, 19)), a.bin}
+		}
+		args = append(append([]string{"-c", joinScript(procs)}, pre...), args...)
+		path = "/bin/sh"
+	}
+	// bwrap's own init is the namespace's pid 1: when the action's
+	// program exits, it exits, and the kernel kills every process left in
+	// the namespace (a setsid daemon too).
+	return xec.Run(ctx, xec.Command{Path: path, Args: args, Dir: a.dir, Env: insideEnv(Options{}, ServiceSpec{}),
+		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
+}
+
+func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, error) {
+	name := "traj-action-" + randomSuffix()
+	env := insideEnv(Options{}, ServiceSpec{})
+	args := append([]string(nil), a.engine.Args...)
+	args = append(args, "run", "--rm", "-i=false", "--name", name, "--hostname", "traj-sandbox",
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only", "--network", "none",
+		"--tmpfs", "/tmp:rw,exec,mode=1777", "--tmpfs", InsideHome+":rw,exec,mode=0755", "--init=false")
+	if l := a.opts.Limits; l.Memory > 0 {
+		m := strconv.FormatInt(l.Memory, 10)
+		args = append(args, "--memory", m, "--memory-swap", m)
+	}
+	if l := a.opts.Limits; l.CPUs > 0 {
+		args = append(args, "--cpus", strconv.FormatFloat(l.CPUs, 'f', -1, 64))
+	}
+	if l := a.opts.Limits; l.Processes > 0 {
+		args = append(args, "--pids-limit", strconv.Itoa(l.Processes))
+	}
+	for _, m := range act.Mounts {
+		mode := "ro"
+		if m.Writable {
+			mode = "rw"
+		}
+		args = append(args, "-v", m.Host+":"+m.Inside+":"+mode)
+	}
+	for _, k := range envNames(env) {
+		args = append(args, "-e", k)
+	}
+	args = append(args, "-w", act.Dir, a.image, act.Path)
+	args = append(args, act.Args...)
+	res, err := xec.Run(ctx, xec.Command{Path: a.engine.Bin, Args: args, Dir: a.dir, Env: engineEnv(a.engine, env),
+		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
+	if err != nil || res.TimedOut || ctx.Err() != nil {
+		// The engine's client died before its container (a timeout):
+		// remove the container.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = a.engine.Command(rctx, "rm", "-f", "-t", "0", name).Run()
+	}
+	return res, err
+}
+
+// Close kills whatever is left in the actions' cgroup and removes it.
+func (a *Actions) Close() error {
+	if a.cg != nil {
+		return a.cg.kill()
+	}
+	return nil
+}
