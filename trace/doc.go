@@ -64,6 +64,17 @@
 // unclaimed. So every line of tool_calls.jsonl is in the trace once: an
 // envoi_call's tool_call_id or a gateway_calls entry.
 //
+// The trace holds each harness's objects only, never a second, normalized
+// copy: a part's harness-neutral content (kind, text, tool name, call id,
+// input, output, status, error, files, sub-agent session) is read from
+// content by the adapter of the harness "agent" names (name@version;
+// sandbox/harness.Reader, the agent port's Reader). Measured on traces the
+// current writer recorded (real harness, scripted model), a written copy
+// would add 7.5 % (OpenCode), 15 % (Claude Code) and 25 % (Codex) to the
+// trace, duplicating text and tool input and output that content already
+// holds; reading it instead costs nothing to record, keeps one source
+// that cannot disagree with itself, and reads every trace recorded so far.
+//
 // ground_truth (traj, on a part and on session_end) lists traj's own
 // evaluations of checkpoint trees, made in an evaluation sandbox while the
 // agent works, in the order they landed: those that completed since the

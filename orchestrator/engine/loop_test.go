@@ -41,6 +41,10 @@ type harness struct {
 	events    []progress.Event
 	// stall is the loop's StallTimeout (0: the default).
 	stall time.Duration
+	// gateway and full are the tool gateway's ledger and full answers
+	// (nil: none).
+	gateway engine.GatewayCalls
+	full    func(string) ([]byte, bool)
 }
 
 func (h *harness) Report(ev progress.Event) { h.events = append(h.events, ev) }
@@ -82,7 +86,8 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 	defer w.Close()
 	root := h.b.Session(h.root, "")
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: h.root, RootSession: *root.Event.Session,
-		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second, StallTimeout: h.stall}, agent, repo, w, h.pub, h)
+		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second, StallTimeout: h.stall,
+		GatewayCalls: h.gateway, FullToolResult: h.full}, agent, repo, w, h.pub, h)
 	out, err := loop.Run(ctx)
 	if err != nil {
 		h.t.Fatalf("loop: %v", err)
@@ -603,5 +608,71 @@ func TestLoopStallWatchdog(t *testing.T) {
 				t.Errorf("turns %d, first turn's trailing parts %d", len(tr.Turns), len(tr.Turns[0].TrailingParts))
 			}
 		})
+	}
+}
+
+// ledger is a tool gateway's ledger for the loop (a fake: the real one is
+// tested in sandbox/gateway/tool and end to end in cmd/traj).
+type ledger struct {
+	ended   map[string]time.Time
+	claimed map[string]bool
+	taken   map[string]int
+}
+
+func (l *ledger) Claim(id string) { l.claimed[id] = true }
+
+func (l *ledger) Unclaimed(t time.Time) []trace.GatewayCall {
+	var out []trace.GatewayCall
+	for id, end := range l.ended {
+		if !l.claimed[id] && l.taken[id] == 0 && end.Before(t) {
+			l.taken[id]++
+			out = append(out, trace.GatewayCall{ToolCallID: id, Tool: "run_tests", Arguments: json.RawMessage(`{}`), Text: "{}"})
+		}
+	}
+	return out
+}
+
+// TestLoopGatewayCalls: the run_tests part the harness reports claims its
+// gateway call (envoi_calls name its tool_call_id); a call no part
+// carries rides on a later part, once, and never on the first part
+// recorded after it completed.
+func TestLoopGatewayCalls(t *testing.T) {
+	h := newHarness(t)
+	b, root := h.b, h.root
+	l := &ledger{ended: map[string]time.Time{"tc_harness": time.Now().Add(-time.Hour), "tc_direct": time.Now().Add(-time.Hour)},
+		claimed: map[string]bool{}, taken: map[string]int{}}
+	h.gateway = l
+	h.full = func(id string) ([]byte, bool) {
+		if id != "tc_harness" {
+			return nil, false
+		}
+		return []byte(`{"path":"basics/smoke","status_code":200,"error":null,"result":{"passed":1,"failed":0,"total":1}}`), true
+	}
+	var turn agenttest.Turn
+	m, it := b.Message(root, "assistant")
+	turn = append(turn, it, b.CallStart(root, m))
+	turn = append(turn, b.Tool(root, m, "tests_run_tests", map[string]any{"test_path": "basics/smoke"}, `{"tool_call_id":"tc_harness"}`)...)
+	turn = append(turn, b.Text(root, m, "one")...)
+	turn = append(turn, b.Text(root, m, "two")...)
+	turn = append(turn, b.CallFinish(root, m, 10, 1, 0))
+	_, tr := h.run(context.Background(), agenttest.New(b, turn), 100)
+	parts := allParts(tr)
+	if len(parts) != 3 {
+		t.Fatalf("%d parts, want 3", len(parts))
+	}
+	if c := parts[0].EnvoiCalls; len(c) != 1 || c[0].ToolCallID != "tc_harness" || !l.claimed["tc_harness"] {
+		t.Fatalf("part 1 envoi_calls %+v: want the harness's call, claimed", c)
+	}
+	seen := map[string]int{}
+	for _, p := range parts {
+		for _, c := range p.GatewayCalls {
+			seen[c.ToolCallID]++
+			if p.Part == 1 {
+				t.Errorf("part 1 carries gateway call %s: a call waits one whole part for its harness part", c.ToolCallID)
+			}
+		}
+	}
+	if seen["tc_direct"] != 1 || seen["tc_harness"] != 0 {
+		t.Fatalf("gateway_calls over the parts %v, want tc_direct once and never the claimed call", seen)
 	}
 }

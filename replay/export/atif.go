@@ -29,7 +29,7 @@ const ATIFName = "trajectory.json"
 // atifNotes explains the mapping inside every document.
 const atifNotes = "Exported by traj (replay/export, schema " + SchemaVersion + "). Each turn's prompt is a user entry; " +
 	"each model message (one model call) is one agent entry holding its text, reasoning, tool calls and their results; " +
-	"the traj parts it was made of are in extra.traj.parts, verbatim except the fields moved into ATIF's own. " +
+	"the traj parts it was made of are in extra.traj.parts, verbatim. " +
 	"Sub-agent sessions are embedded in subagent_trajectories and referenced from the tool call that started them. " +
 	"final_metrics are the trajectory's totals (sub-agents included, trace session_end totals when present); " +
 	"total_steps counts this document's entries."
@@ -180,7 +180,7 @@ func writeATIF(ctx context.Context, in *input, opts *Options) (map[string]int64,
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	e := &atifExport{in: in, opts: opts, turns: turns, sessions: sessionMap{}, models: map[string]string{},
+	e := &atifExport{in: in, opts: opts, turns: turns, sessions: newSessionMap(), models: map[string]string{},
 		pending: map[string]*atifMessage{}, children: map[string]*atifChild{}, tmp: tmp}
 	defer e.closeChildren()
 	path := filepath.Join(opts.Out, in.id, ATIFName)
@@ -228,6 +228,7 @@ func (e *atifExport) scan(ctx context.Context) error {
 		OnHeader: func(h *trace.Header) error {
 			e.header = *h
 			e.sessions.root = h.SessionID
+			e.sessions.setAgent(h.Agent)
 			return nil
 		},
 		OnPart: func(turn int, p *trace.Part) error {
@@ -253,6 +254,7 @@ func (e *atifExport) scan(ctx context.Context) error {
 			if e.header.TrajectoryID == "" {
 				e.header = t.Header()
 				e.sessions.root = t.SessionID
+				e.sessions.setAgent(t.Agent)
 			}
 			e.usage.End(t.SessionEnd)
 			return e.flushAll()
@@ -283,7 +285,7 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 		e.sessions.add(raw)
 	}
 	for _, raw := range p.NewMessages {
-		if id, model := messageModel(raw); id != "" && model != "" {
+		if id, model := messageModel(raw, e.sessions.reader); id != "" && model != "" {
 			e.models[id] = model
 		}
 	}
@@ -315,7 +317,7 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 	if sess != e.sessions.root {
 		e.child(sess)
 	}
-	v := viewPart(p, e.header.Agent)
+	v := viewPart(p, e.sessions.reader)
 	switch v.Type {
 	case "text":
 		m.texts = append(m.texts, v.Text)
@@ -369,13 +371,13 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 		m.partCost += *p.Cost
 		m.partHasUsage = true
 	}
-	m.parts = append(m.parts, partExtra(p, v, e.header.Agent, e.turns, turn))
+	m.parts = append(m.parts, partExtra(p, e.turns, turn))
 	return nil
 }
 
 // partExtra is what ATIF has no field for, verbatim: the part's trace
 // record and its harness object without the fields moved into the entry.
-func partExtra(p *trace.Part, v partView, harness string, turns []trace.Turn, turn int) map[string]any {
+func partExtra(p *trace.Part, turns []trace.Turn, turn int) map[string]any {
 	x := map[string]any{"part": p.Part, "timestamp": p.Timestamp, "git_commit": p.GitCommit}
 	set := func(k string, ok bool, val any) {
 		if ok {
@@ -392,7 +394,7 @@ func partExtra(p *trace.Part, v partView, harness string, turns []trace.Turn, tu
 	set("tokens", p.Tokens != nil, p.Tokens)
 	set("cost", p.Cost != nil, p.Cost)
 	if len(p.Content) > 0 {
-		x["content"] = without(p.Content, v.Type, harness)
+		x["content"] = p.Content
 	}
 	set("other_parts", len(p.OtherParts) > 0, p.OtherParts)
 	set("sessions", len(p.Sessions) > 0, p.Sessions)
@@ -408,7 +410,7 @@ func partExtra(p *trace.Part, v partView, harness string, turns []trace.Turn, tu
 // callUsage adds a per-call usage part's numbers to its open message's
 // metrics (the part itself stays verbatim in extra).
 func (e *atifExport) callUsage(raw json.RawMessage) {
-	u, ok := modelCallUsage(raw)
+	u, ok := modelCallUsage(raw, e.sessions.reader)
 	if !ok {
 		return
 	}
@@ -547,11 +549,7 @@ func (e *atifExport) begin() error {
 }
 
 func (e *atifExport) agent() atifAgent {
-	v := e.sessions.version
-	if v == "" {
-		v = "unknown"
-	}
-	return atifAgent{Name: orUnknown(e.header.Agent), Version: v, ModelName: e.header.AgentModel}
+	return atifAgent{Name: e.sessions.name, Version: orUnknown(e.sessions.version), ModelName: e.header.AgentModel}
 }
 
 func orUnknown(s string) string {

@@ -4,18 +4,15 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 )
 
-// partView is what the exports read from a part's harness object
-// (Part.Content): its kind, text, tool call and result. The harness's JSON
-// is decoded with the harness's own types (sandbox/opencode). Only
-// OpenCode's objects are read: the trace keeps Claude Code's and Codex's
-// objects verbatim too, but in their own shapes, and until the trace
-// records a part's text, tool input and output in normalized fields, parts
-// of those harnesses export with the trace's own fields only (type, tool,
-// ids, tokens, commits), their objects kept whole in ATIF's extra.
+// partView is what the exports read of a part: its harness-neutral
+// content, read from the part's recorded object by the harness's own
+// reader (sandbox/harness.Reader for the trace's "agent"), over the
+// trace's own fields. The exports never decode a harness's objects.
 type partView struct {
 	Type       string
 	Text       string // text and reasoning parts
@@ -26,79 +23,34 @@ type partView struct {
 	Output     string
 	Error      string
 	Title      string
-	Subsession string // a task tool's sub-agent session
+	Subsession string // a sub-agent tool's session
 	Start, End time.Time
-	Files      []string // patch parts
+	Files      []string // files the part says it changed
 }
 
-// viewPart decodes p's content, recorded by harness (the trace's
-// "agent"). A part without content (a trace from the original recorder)
-// or of another harness gives a view with only the trace's own fields.
-func viewPart(p *trace.Part, harness string) partView {
+// viewPart reads p's content with r. A part without content (a trace
+// from the original recorder) or one r cannot read gives a view with only
+// the trace's own fields.
+func viewPart(p *trace.Part, r agent.Reader) partView {
 	v := partView{Type: p.PartType, Tool: p.Tool}
-	if len(p.Content) == 0 || !isOpenCode(harness) {
+	if len(p.Content) == 0 {
 		return v
 	}
-	var op opencode.Part
-	if json.Unmarshal(p.Content, &op) != nil {
+	np, ok := r.Part(p.PartID, agent.Kind(p.PartType), p.Content)
+	if !ok {
 		return v
 	}
-	if op.Type != "" {
-		v.Type = op.Type
+	if np.Kind != "" {
+		v.Type = string(np.Kind)
 	}
-	if op.Tool != "" {
-		v.Tool = op.Tool
-	}
-	v.Text, v.CallID, v.Files = op.Text, op.CallID, op.Files
-	if op.Time != nil {
-		v.Start, v.End = msTime(op.Time.Start), msTimePtr(op.Time.End)
-	}
-	if s := op.State; s != nil {
-		v.Status, v.Input, v.Output, v.Error, v.Title = s.Status, s.Input, s.Output, s.Error, s.Title
-		if s.Time != nil {
-			v.Start, v.End = msTime(s.Time.Start), msTimePtr(s.Time.End)
+	v.Text, v.Files, v.Title, v.Start, v.End = np.Text, np.Files, np.Title, np.Start, np.End
+	if t := np.Tool; t != nil {
+		if t.Name != "" {
+			v.Tool = t.Name
 		}
-		v.Subsession = op.SubSessionID()
+		v.CallID, v.Status, v.Input, v.Output, v.Error, v.Subsession = t.CallID, string(t.Status), t.Input, t.Output, t.Error, t.ChildSessionID
 	}
 	return v
-}
-
-// isOpenCode reports whether a trace's agent recorded OpenCode objects:
-// "opencode", or empty (the original recorder drove OpenCode too).
-func isOpenCode(harness string) bool { return harness == "" || harness == "opencode" }
-
-// without returns a part's harness object minus the fields ATIF holds in
-// its own (the "text" of text and reasoning parts, state.input and
-// state.output of tool parts), so extra keeps everything else verbatim.
-func without(content json.RawMessage, typ, harness string) json.RawMessage {
-	if !isOpenCode(harness) {
-		return content
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(content, &m) != nil {
-		return content
-	}
-	switch typ {
-	case opencode.PartText, opencode.PartReasoning:
-		delete(m, "text")
-	case opencode.PartTool:
-		var st map[string]json.RawMessage
-		if json.Unmarshal(m["state"], &st) == nil && st != nil {
-			delete(st, "input")
-			delete(st, "output")
-			b, err := json.Marshal(st)
-			if err == nil {
-				m["state"] = b
-			}
-		}
-	default:
-		return content
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return content
-	}
-	return b
 }
 
 // usage is one model call's usage found in a raw part (OpenCode's
@@ -109,63 +61,89 @@ type usage struct {
 	Cost      float64
 }
 
-// modelCallUsage returns the usage a raw uncounted part reports, if any.
-func modelCallUsage(raw json.RawMessage) (usage, bool) {
-	var op opencode.Part
-	if json.Unmarshal(raw, &op) != nil || op.Type != opencode.PartStepFinish || op.Tokens == nil {
+// modelCallUsage returns the usage of one model call that a raw uncounted
+// part reports, if r reads any.
+func modelCallUsage(raw json.RawMessage, r agent.Reader) (usage, bool) {
+	p, ok := r.Part("", "", raw)
+	if !ok || p.Usage == nil {
 		return usage{}, false
 	}
-	u := usage{MessageID: op.MessageID, Tokens: trace.Tokens{
-		Input: int64(op.Tokens.Input), Output: int64(op.Tokens.Output), Reasoning: int64(op.Tokens.Reasoning),
-		CacheRead: int64(op.Tokens.Cache.Read), CacheWrite: int64(op.Tokens.Cache.Write),
-	}}
-	if op.Cost != nil {
-		u.Cost = *op.Cost
-	}
-	return u, true
+	return usage{MessageID: p.MessageID, Tokens: tokens(*p.Usage), Cost: p.Usage.Cost}, true
 }
 
-// session is what the exports read from a harness session object.
-type session struct {
-	ID, ParentID, Version string
+func tokens(u agent.Usage) trace.Tokens {
+	return trace.Tokens{Input: u.Input, Output: u.Output, Reasoning: u.Reasoning, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
 }
 
-func viewSession(raw json.RawMessage) (session, bool) {
-	var s opencode.Session
-	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
-		return session{}, false
-	}
-	// OpenCode records its own version in each session; the Session type
-	// does not decode it.
-	var v struct {
-		Version string `json:"version"`
-	}
-	_ = json.Unmarshal(raw, &v)
-	return session{ID: s.ID, ParentID: s.ParentID, Version: v.Version}, true
-}
-
-// messageModel returns "provider/model" of a raw message info.
-func messageModel(raw json.RawMessage) (id, model string) {
-	var m opencode.MessageInfo
-	if json.Unmarshal(raw, &m) != nil || m.ModelID == "" {
+// messageModel returns the id of a raw message and the model its call
+// used, as r reads them.
+func messageModel(raw json.RawMessage, r agent.Reader) (id, model string) {
+	m, ok := r.Message(raw)
+	if !ok || m.Call == nil {
 		return m.ID, ""
 	}
-	if m.ProviderID != "" {
-		return m.ID, m.ProviderID + "/" + m.ModelID
-	}
-	return m.ID, m.ModelID
+	return m.ID, m.Call.Model
 }
 
-func msTime(ms int64) time.Time {
-	if ms <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
+// sessionMap knows each session's parent, from the session objects the
+// trace records, and which harness recorded them.
+type sessionMap struct {
+	root    string
+	parents map[string]string
+	// reader reads the trace's harness objects; name and version are the
+	// trace's "agent", parsed.
+	reader        agent.Reader
+	name, version string
 }
 
-func msTimePtr(ms *int64) time.Time {
-	if ms == nil {
-		return time.Time{}
+// newSessionMap reads OpenCode's objects until the trace names its agent
+// (the original recorder drove OpenCode and wrote no agent).
+func newSessionMap() sessionMap {
+	m := sessionMap{}
+	m.setAgent("")
+	return m
+}
+
+// setAgent takes the trace's "agent" field.
+func (m *sessionMap) setAgent(field string) {
+	id := trace.ParseAgent(field)
+	m.name = id.Name
+	if id.Version != "" {
+		m.version = id.Version
 	}
-	return msTime(*ms)
+	if m.name == "" {
+		m.name = harness.Default
+	}
+	m.reader = harness.Reader(field)
+}
+
+func (m *sessionMap) add(raw json.RawMessage) {
+	s, ok := m.reader.Session(raw)
+	if !ok {
+		return
+	}
+	if m.parents == nil {
+		m.parents = make(map[string]string)
+	}
+	m.parents[s.ID] = s.ParentID
+	if m.version == "" {
+		m.version = s.Version // the original recorder wrote no version
+	}
+}
+
+func (m *sessionMap) parent(id string) string {
+	if p, ok := m.parents[id]; ok && p != "" {
+		return p
+	}
+	return m.root
+}
+
+func (m *sessionMap) subagents() int {
+	n := 0
+	for id, p := range m.parents {
+		if id != m.root && p != "" {
+			n++
+		}
+	}
+	return n
 }

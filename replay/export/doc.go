@@ -20,6 +20,13 @@
 // does). A trajectory that cannot be read is reported and skipped; the
 // command then exits 1.
 //
+// A part's text, tool name, call id, input, output, status, error and
+// sub-agent session come from the harness's reader (sandbox/harness.Reader
+// for the trace's "agent", name@version), the adapter that recorded the
+// part; this package decodes no harness object, so every harness exports
+// alike. Schema 2: harness is the name without the version (harness_version
+// holds it), and ATIF's extra keeps each part's harness object verbatim.
+//
 // # Layout, versions, incremental export
 //
 //	DIR/export.json                    manifest: format, schema_version, value cap,
@@ -77,8 +84,9 @@
 //
 //	trajectory_id          trajectory id
 //	trace_schema_version   null; the trace's schema_version ("0": the original recorder)
-//	harness                the agent program (trace "agent": opencode, …)
-//	harness_version        null; the harness's version when its session objects say it
+//	harness                the agent program: opencode, claude-code, codex (the
+//	                       trace's "agent" is name@version)
+//	harness_version        null; the harness's version from the trace's "agent"
 //	model                  PROVIDER/MODEL (trace "agent_model")
 //	task, environment, environment_version, session_id   null
 //	started_at, ended_at   null; ended_at from session_end
@@ -202,8 +210,8 @@
 //	extra.traj             on each agent entry: message_id, session_id and parts —
 //	                       every part's trace record verbatim (index, timestamp,
 //	                       commit and checkpoint, run_tests calls, tokens, sessions,
-//	                       messages, uncounted parts) with its harness object minus
-//	                       the fields moved above; on the document: schema
+//	                       messages, uncounted parts) with its harness object
+//	                       verbatim; on the document: schema
 //	                       versions, task, environment, session_end, artifacts,
 //	                       turns (with trailing parts), usage that reached no entry
 //

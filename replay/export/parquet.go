@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -139,7 +138,7 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 		"traj.version":                opts.Version,
 		"traj.trajectory_id":          in.id,
 	}
-	e := &parquetExport{in: in, opts: opts, sessions: sessionMap{}, models: map[string]string{}, trees: map[string]string{}}
+	e := &parquetExport{in: in, opts: opts, sessions: newSessionMap(), models: map[string]string{}, trees: map[string]string{}}
 	var err error
 	var files []interface {
 		finish() error
@@ -225,7 +224,7 @@ func (e *parquetExport) scan(ctx context.Context) error {
 			e.turns = i + 1
 			if e.pending != nil && int(e.pending.Turn) == i+1 {
 				for _, raw := range t.TrailingParts {
-					if u, ok := modelCallUsage(raw); ok {
+					if u, ok := modelCallUsage(raw, e.sessions.reader); ok {
 						addUsage(e.pending, u.Tokens, u.Cost)
 					}
 				}
@@ -267,7 +266,8 @@ func (e *parquetExport) header(h *trace.Header) {
 	if r.TraceSchemaVersion == nil {
 		r.TraceSchemaVersion = str("0") // the original recorder's traces have none
 	}
-	r.Harness, r.Model = h.Agent, h.AgentModel
+	e.sessions.setAgent(h.Agent)
+	r.Harness, r.Model = e.sessions.name, h.AgentModel
 	r.Task, r.SessionID = str(h.Task), str(h.SessionID)
 	r.StartedAt = timestamp(h.StartedAt)
 	if env := h.Environment; env != nil {
@@ -281,7 +281,7 @@ func (e *parquetExport) part(ctx context.Context, turn int, p *trace.Part) error
 		e.sessions.add(raw)
 	}
 	for _, raw := range p.NewMessages {
-		if id, model := messageModel(raw); id != "" && model != "" {
+		if id, model := messageModel(raw, e.sessions.reader); id != "" && model != "" {
 			e.models[id] = model
 		}
 	}
@@ -289,7 +289,7 @@ func (e *parquetExport) part(ctx context.Context, turn int, p *trace.Part) error
 		return err
 	}
 	e.usage.AddPart(p)
-	v := viewPart(p, e.row.Harness)
+	v := viewPart(p, e.sessions.reader)
 	limit := e.opts.ValueCap
 	row := PartRow{
 		TrajectoryID: e.in.id, Part: int64(p.Part), Turn: int32(turn + 1), Timestamp: timestamp(p.Timestamp),
@@ -593,9 +593,7 @@ func (e *parquetExport) finishRow() {
 	r := &e.row
 	r.Turns = int32(e.turns)
 	r.SubagentSessions = int32(e.sessions.subagents())
-	if v := e.sessions.version; v != "" {
-		r.HarnessVersion = str(v)
-	}
+	r.HarnessVersion = str(e.sessions.version)
 	if t := e.usage.Tokens(); t != nil {
 		r.TokensInput, r.TokensOutput, r.TokensReasoning = i64(t.Input), i64(t.Output), i64(t.Reasoning)
 		r.TokensCacheRead, r.TokensCacheWrite = i64(t.CacheRead), i64(t.CacheWrite)
@@ -654,45 +652,6 @@ func capped(s string, max int) (*string, *int64) {
 		s = s[:cut]
 	}
 	return &s, &n
-}
-
-// sessionMap knows each session's parent, from the session objects the
-// trace records.
-type sessionMap struct {
-	root    string
-	parents map[string]string
-	version string
-}
-
-func (m *sessionMap) add(raw json.RawMessage) {
-	s, ok := viewSession(raw)
-	if !ok {
-		return
-	}
-	if m.parents == nil {
-		m.parents = make(map[string]string)
-	}
-	m.parents[s.ID] = s.ParentID
-	if m.version == "" && s.Version != "" {
-		m.version = s.Version
-	}
-}
-
-func (m *sessionMap) parent(id string) string {
-	if p, ok := m.parents[id]; ok && p != "" {
-		return p
-	}
-	return m.root
-}
-
-func (m *sessionMap) subagents() int {
-	n := 0
-	for id, p := range m.parents {
-		if id != m.root && p != "" {
-			n++
-		}
-	}
-	return n
 }
 
 func str(s string) *string {

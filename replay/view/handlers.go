@@ -581,9 +581,14 @@ func spawnedBy(snap *snapshot, session string) int {
 			return 0
 		}
 		var p struct {
-			Content json.RawMessage `json:"content"`
+			PartID   string          `json:"part_id"`
+			PartType string          `json:"part_type"`
+			Content  json.RawMessage `json:"content"`
 		}
-		if json.Unmarshal(raw, &p) == nil && decodeContent(p.Content).SubSessionID() == session {
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		if c := decodeContent(ix.reader(), p.PartID, p.PartType, p.Content); c.Tool != nil && c.Tool.ChildSessionID == session {
 			return int(ix.Parts[i].Part)
 		}
 	}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/replay/report"
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -95,6 +96,10 @@ type Index struct {
 
 	sessionIdx map[string]int32
 }
+
+// reader reads the trace's harness objects (sandbox/harness, by the
+// trace's "agent").
+func (ix *Index) reader() agent.Reader { return harness.Reader(ix.Header.Agent) }
 
 // Usage returns the trajectory's token and cost totals.
 func (ix *Index) Usage() (*trace.Tokens, *float64) {
@@ -385,6 +390,11 @@ func (sc *scanner) doc(resume bool) error {
 		if err != nil {
 			return err
 		}
+		if k == "agent" {
+			// Known before the turns: the parts' session objects are read
+			// by the harness it names.
+			_ = json.Unmarshal(raw, &sc.ix.Header.Agent)
+		}
 		add(k, raw)
 	}
 	top.WriteByte('}')
@@ -535,9 +545,9 @@ func (ix *Index) addPart(turn int, off int64, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("part at byte %d: %w", off, err)
 	}
+	r := ix.reader()
 	for _, rs := range p.Sessions {
-		var si opencode.Session
-		if json.Unmarshal(rs, &si) == nil && si.ID != "" {
+		if si, ok := r.Session(rs); ok && si.ID != "" {
 			ix.session(si.ID, si.ParentID, si.Title)
 		}
 	}

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -29,20 +30,31 @@ type Row struct {
 	Error     bool    `json:"error,omitempty"`
 }
 
-// content is a part's harness object as the harness's own package reads
-// it (OpenCode: sandbox/opencode). A harness object of another shape
-// leaves the fields empty and is shown raw.
-type content = opencode.Part
+// content is a part's harness-neutral content, read from its recorded
+// object by the harness's own reader (sandbox/harness, by the trace's
+// "agent"). An object the reader cannot read leaves the fields empty and
+// is shown raw.
+type content = agent.Part
 
 // maxTitle bounds a timeline title (characters).
 const maxTitle = 160
 
-func decodeContent(raw json.RawMessage) content {
-	var c content
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &c)
+// decodeContent reads raw (a part recorded with id and kind, or an
+// uncounted entry with neither) with r.
+func decodeContent(r agent.Reader, id, kind string, raw json.RawMessage) content {
+	if len(raw) == 0 {
+		return content{}
 	}
+	c, _ := r.Part(id, agent.Kind(kind), raw)
 	return c
+}
+
+// toolName is c's tool, if it is a tool call.
+func toolName(c content) string {
+	if c.Tool == nil {
+		return ""
+	}
+	return c.Tool.Name
 }
 
 func firstLine(s string) string {
@@ -76,14 +88,14 @@ func row(ix *Index, i int, raw []byte) Row {
 		r.Kind, r.Title, r.Error = "invalid", "unreadable part: "+err.Error(), true
 		return r
 	}
-	c := decodeContent(p.Content)
+	c := decodeContent(ix.reader(), p.PartID, p.PartType, p.Content)
 	r.Kind = p.PartType
 	if r.Kind == "" {
-		r.Kind = c.Type
+		r.Kind = string(c.Kind)
 	}
 	r.Tool = p.Tool
 	if r.Tool == "" {
-		r.Tool = c.Tool
+		r.Tool = toolName(c)
 	}
 	if p.RepoCheckpoint != nil {
 		r.Changed = len(p.RepoCheckpoint.ChangedFiles)
@@ -101,7 +113,7 @@ func row(ix *Index, i int, raw []byte) Row {
 			r.Title += fmt.Sprintf(" → %d/%d passed", passed, total)
 		}
 	}
-	if c.State != nil && (c.State.Status == "error" || c.State.Error != "") {
+	if t := c.Tool; t != nil && (t.Status == agent.ToolError || t.Error != "") {
 		r.Error = true
 	}
 	return r
@@ -109,11 +121,11 @@ func row(ix *Index, i int, raw []byte) Row {
 
 func title(p *trace.Part, c content) string {
 	switch {
-	case c.State != nil:
-		t := c.State.Title
+	case c.Tool != nil:
+		t := c.Title
 		if t == "" {
 			var in map[string]any
-			if json.Unmarshal(c.State.Input, &in) == nil {
+			if json.Unmarshal(c.Tool.Input, &in) == nil {
 				for _, k := range []string{"command", "filePath", "test_path", "path", "pattern", "description", "prompt", "url"} {
 					if v, ok := in[k].(string); ok && v != "" {
 						t = v
@@ -123,7 +135,7 @@ func title(p *trace.Part, c content) string {
 			}
 		}
 		if t == "" {
-			t = c.State.Status
+			t = string(c.Tool.Status)
 		}
 		return firstLine(t)
 	case c.Text != "":
@@ -135,8 +147,8 @@ func title(p *trace.Part, c content) string {
 	case p.Prompt != "":
 		return firstLine(p.Prompt)
 	case len(p.Content) > 0:
-		// A harness object sandbox/opencode does not read (another
-		// harness's shape): its compact JSON, clipped.
+		// A harness object its harness's reader does not read: its
+		// compact JSON, clipped.
 		var b bytes.Buffer
 		if json.Compact(&b, p.Content) == nil {
 			return clip(b.String(), maxTitle)
@@ -237,8 +249,13 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 	if s := int(ix.Parts[i].Session); s < len(ix.Sessions) {
 		d.Parent = ix.Sessions[s].Parent
 	}
-	c := decodeContent(p.Content)
-	if sub := c.SubSessionID(); sub != "" {
+	r := ix.reader()
+	c := decodeContent(r, p.PartID, p.PartType, p.Content)
+	sub := ""
+	if c.Tool != nil {
+		sub = c.Tool.ChildSessionID
+	}
+	if sub != "" {
 		d.SubAgent = &Session{ID: sub}
 		for _, se := range ix.Sessions {
 			if se.ID == sub {
@@ -247,18 +264,18 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 			}
 		}
 	}
-	d.CallID = c.CallID
 	d.Text = clipBytes(c.Text, maxTextBytes)
-	if st := c.State; st != nil {
-		d.Input = clipBytes(pretty(st.Input), maxTextBytes)
-		d.Output = clipBytes(st.Output, maxTextBytes)
-		d.ToolError, d.Status = clipBytes(st.Error, maxTextBytes), st.Status
+	if t := c.Tool; t != nil {
+		d.CallID = t.CallID
+		d.Input = clipBytes(pretty(t.Input), maxTextBytes)
+		d.Output = clipBytes(t.Output, maxTextBytes)
+		d.ToolError, d.Status = clipBytes(t.Error, maxTextBytes), string(t.Status)
 	}
 	for _, o := range p.OtherParts {
-		oc := decodeContent(o)
-		a := Aside{Kind: oc.Type, Text: oc.Text}
-		if a.Text == "" && oc.State != nil {
-			a.Text = oc.State.Title
+		oc := decodeContent(r, "", "", o)
+		a := Aside{Kind: string(oc.Kind), Text: oc.Text}
+		if a.Text == "" {
+			a.Text = oc.Title
 		}
 		a.Text = clipBytes(a.Text, maxTextBytes)
 		d.Before = append(d.Before, a)
@@ -272,7 +289,7 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 		d.Calls = append(d.Calls, cv)
 	}
 	for _, m := range p.NewMessages {
-		if mc, ok := modelCall(m); ok {
+		if mc, ok := modelCall(r, m); ok {
 			d.ModelCalls = append(d.ModelCalls, mc)
 		}
 	}
@@ -283,28 +300,36 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 	return d, nil
 }
 
-// modelCall reads an assistant message info (OpenCode: one per model
-// call) with the harness's own package.
-func modelCall(raw json.RawMessage) (ModelCall, bool) {
-	var m opencode.MessageInfo
-	if json.Unmarshal(raw, &m) != nil || m.Role != "assistant" {
+// modelCall is a recorded message's model call, as the harness's reader
+// reads it (OpenCode: every assistant message; Claude Code: each API
+// message; Codex records none: the gateway's record has them).
+func modelCall(r agent.Reader, raw json.RawMessage) (ModelCall, bool) {
+	m, ok := r.Message(raw)
+	if !ok || m.Call == nil {
 		return ModelCall{}, false
 	}
-	mc := ModelCall{ID: m.ID, Model: m.ModelID, Provider: m.ProviderID, Created: m.Time.Created, Finish: m.Finish}
-	if m.Cost != 0 {
-		c := m.Cost
-		mc.Cost = &c
+	c := m.Call
+	mc := ModelCall{ID: m.ID, Model: c.Model, Created: ms(c.Created), Done: ms(c.Completed), Finish: c.Finish,
+		Error: clipBytes(c.Error, 4096)}
+	if provider, model, ok := strings.Cut(c.Model, "/"); ok {
+		mc.Provider, mc.Model = provider, model
 	}
-	if m.Time.Completed != nil {
-		mc.Done = *m.Time.Completed
-	}
-	if t := m.Tokens; t != nil {
-		mc.Tokens = &trace.Tokens{Input: int64(t.Input), Output: int64(t.Output), Reasoning: int64(t.Reasoning), CacheRead: int64(t.Cache.Read), CacheWrite: int64(t.Cache.Write)}
-	}
-	if len(m.Error) > 0 && string(m.Error) != "null" {
-		mc.Error = clipBytes(string(m.Error), 4096)
+	if u := c.Usage; u != nil {
+		mc.Tokens = &trace.Tokens{Input: u.Input, Output: u.Output, Reasoning: u.Reasoning, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+		if u.Cost != 0 {
+			cost := u.Cost
+			mc.Cost = &cost
+		}
 	}
 	return mc, true
+}
+
+// ms is t in Unix milliseconds, 0 for the zero time.
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func pretty(raw json.RawMessage) string {

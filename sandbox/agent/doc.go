@@ -89,6 +89,17 @@
 // last message tells the orchestrator the turn's exchange is over when
 // the idle event itself was missed.
 //
+// # Reading a record back
+//
+// The trace keeps Raw only. Readers of a trace (show, view, report,
+// export) get a part's neutral content — Kind, Text, Tool (name, call id,
+// input, output, status, error, child session), Files, Title, times — and
+// a message's model call (Message.Call) and a session's parent and title
+// from the adapter's Reader (reader.go), chosen by the trace's "agent"
+// (sandbox/harness.Reader): the adapter that wrote an object is the one
+// that reads it, with the same code it translated it with live, and no
+// reader above sandbox/ parses a harness's objects.
+//
 // # Writing an adapter
 //
 // An adapter package starts the harness (as a sandbox service or a
@@ -100,6 +111,8 @@
 // session go idle soon (the orchestrator waits a grace period for the
 // idle event and keeps what arrives as trailing parts); Next must return
 // ctx.Err() when ctx ends and an error wrapping ErrGone when the harness
-// died. See sandbox/opencode (Adapter) for a complete adapter and its
-// tests.
+// died. Give it a Reader (one value per harness version), registered in
+// sandbox/harness, that reads back every object it recorded, and fill
+// Text, Files and the tool call on the parts it sends live too. See
+// sandbox/opencode (Adapter) for a complete adapter and its tests.
 package agent

@@ -1,6 +1,9 @@
 package agent
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // EventKind says what an Event carries.
 type EventKind int
@@ -61,6 +64,12 @@ type Session struct {
 	// ParentID is the session that started this one (sub-agents); "" for
 	// a root session.
 	ParentID string
+	// Title is the harness's name for the session (a sub-agent's task
+	// description), "" when it gives none.
+	Title string
+	// Version is the harness's version when the session object names it
+	// (OpenCode's does), for traces whose agent field has none.
+	Version string
 	// Raw is the harness's object, verbatim.
 	Raw json.RawMessage
 }
@@ -83,6 +92,10 @@ type Message struct {
 	// wait for tool results: the harness's work on the latest prompt is
 	// done in this session (it stopped, or ended with an error).
 	Final bool
+	// Call is the model call this message records, when the harness's
+	// object says (OpenCode: every assistant message; Claude Code: the
+	// API message); nil otherwise.
+	Call *ModelCall
 	// Raw is the harness's object, verbatim.
 	Raw json.RawMessage
 }
@@ -125,8 +138,19 @@ type Part struct {
 	// text and reasoning finished, a tool's result or error arrived, any
 	// other kind as soon as it exists.
 	Done bool
+	// Text is a text or reasoning part's text (a user part: the prompt).
+	Text string
 	// Tool is set on KindTool parts.
 	Tool *ToolCall
+	// Files are the workspace paths the part says it changed: a file
+	// change's files, an editing tool's target.
+	Files []string
+	// Title is the harness's one-line summary of the part, if it gives
+	// one (OpenCode's tool title).
+	Title string
+	// Start and End are when the part began and completed, as the
+	// harness reports them (zero when it does not).
+	Start, End time.Time
 	// Usage is the model usage this object reports, if any.
 	Usage *Usage
 	// Raw is the harness's object (or objects: a JSON array), verbatim.
@@ -163,6 +187,20 @@ type ToolCall struct {
 	OutputFile string
 	// ChildSessionID is the session a sub-agent call runs ("" otherwise).
 	ChildSessionID string
+}
+
+// ModelCall is one model call as the harness recorded it.
+type ModelCall struct {
+	// Model is "provider/model" or the model's name as the harness gives it.
+	Model string
+	// Usage is what the call consumed, when the message says.
+	Usage *Usage
+	// Created and Completed are when the call began and ended (zero when
+	// unknown); Finish is the harness's stop reason.
+	Created, Completed time.Time
+	Finish             string
+	// Error is the error the call ended with, as text.
+	Error string
 }
 
 // Usage is what one model call (or harness turn) consumed.

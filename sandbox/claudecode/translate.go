@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/trajlab/traj/sandbox/agent"
 )
@@ -66,11 +67,13 @@ type line struct {
 	TotalCostUSD    *float64        `json:"total_cost_usd"`
 	ModelUsage      map[string]mu   `json:"modelUsage"`
 	Result          json.RawMessage `json:"result"`
+	Timestamp       string          `json:"timestamp"`
 }
 
 type message struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
+	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
 }
 
@@ -83,12 +86,14 @@ type block struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
 }
 
 type streamEvent struct {
 	Type    string `json:"type"`
 	Message *struct {
 		ID    string     `json:"id"`
+		Model string     `json:"model"`
 		Usage *wireUsage `json:"usage"`
 	} `json:"message"`
 	Usage *wireUsage `json:"usage"`
@@ -254,18 +259,21 @@ func (t *translator) assistant(l line, raw []byte) {
 		if len(blocks) > 1 {
 			pid = fmt.Sprintf("%s:%d", l.UUID, i)
 		}
-		p := agent.Part{ID: pid, SessionID: sess, MessageID: id, Done: true, Raw: raw}
+		p := agent.Part{ID: pid, SessionID: sess, MessageID: id, Done: true, Raw: raw, Start: lineTime(l), End: lineTime(l)}
 		switch b.Type {
 		case "text":
-			p.Kind = agent.KindText
+			p.Kind, p.Text = agent.KindText, b.Text
 		case "thinking", "redacted_thinking":
-			p.Kind = agent.KindReasoning
+			p.Kind, p.Text = agent.KindReasoning, b.Thinking
 		case "tool_use":
-			p.ID, p.Done, p.Kind = b.ID, false, agent.KindTool
+			p.ID, p.Done, p.Kind, p.End = b.ID, false, agent.KindTool, time.Time{}
 			p.Raw, _ = json.Marshal([]json.RawMessage{raw})
 			p.Tool = &agent.ToolCall{Name: b.Name, CallID: b.ID, Status: agent.ToolRunning, Input: b.Input}
 			if b.Name == "Agent" || b.Name == "Task" {
 				p.Tool.ChildSessionID = b.ID
+			}
+			if f := editedFile(b.Name, b.Input); f != "" {
+				p.Files = []string{f}
 			}
 			t.toolSess[b.ID] = sess
 			t.pending[b.ID] = &pendingTool{part: p, call: raw}
@@ -301,7 +309,7 @@ func (t *translator) user(l line, raw []byte) {
 		}
 		delete(t.pending, b.ToolUseID)
 		p := pt.part
-		p.Done = true
+		p.Done, p.End = true, lineTime(l)
 		tool := *p.Tool
 		out := resultText(b.Content)
 		if b.IsError {
@@ -317,8 +325,53 @@ func (t *translator) user(l line, raw []byte) {
 		id := l.UUID
 		t.announce(sess, id, agent.RoleUser, raw)
 		t.emit(agent.Event{Kind: agent.EventPart, SessionID: sess, Part: &agent.Part{
-			ID: id + ":user", SessionID: sess, MessageID: id, Kind: agent.KindText, Done: true, Raw: raw}})
+			ID: id + ":user", SessionID: sess, MessageID: id, Kind: agent.KindText, Done: true, Raw: raw,
+			Text: promptText(l.Message.Content, blocks), Start: lineTime(l), End: lineTime(l)}})
 	}
+}
+
+// promptText is a user line's text: a plain string, or its text blocks.
+func promptText(content json.RawMessage, blocks []block) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var b strings.Builder
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
+
+// lineTime is when Claude Code wrote a line (assistant and user lines
+// carry "timestamp"); zero when absent.
+func lineTime(l line) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, l.Timestamp)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// editedFile is the file an editing tool call names (Write, Edit and
+// MultiEdit take "file_path", NotebookEdit "notebook_path").
+func editedFile(tool string, input json.RawMessage) string {
+	switch tool {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+	default:
+		return ""
+	}
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+	}
+	_ = json.Unmarshal(input, &in)
+	if in.FilePath != "" {
+		return in.FilePath
+	}
+	return in.NotebookPath
 }
 
 // resultText flattens a tool_result's content (a string or text blocks).

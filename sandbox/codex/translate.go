@@ -172,6 +172,22 @@ func (t *translator) toolPart(it *item, raws []json.RawMessage) agent.Part {
 		Tool: &agent.ToolCall{Name: toolName(it), CallID: it.ID, Status: agent.ToolRunning, Input: input}}
 }
 
+// changedPaths are the paths of a file_change item's changes
+// ([{"path": …, "kind": …}]).
+func changedPaths(raw json.RawMessage) []string {
+	var changes []struct {
+		Path string `json:"path"`
+	}
+	_ = json.Unmarshal(raw, &changes)
+	var out []string
+	for _, c := range changes {
+		if c.Path != "" {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
 func (t *translator) completed(it *item, raw []byte) {
 	p := agent.Part{ID: t.msgID + ":" + it.ID, SessionID: t.root, MessageID: t.msgID, Done: true, Raw: raw}
 	switch {
@@ -202,11 +218,11 @@ func (t *translator) completed(it *item, raw []byte) {
 			tool.Status, tool.Output = agent.ToolCompleted, out
 		}
 	case it.Type == "agent_message":
-		p.Kind = agent.KindText
+		p.Kind, p.Text = agent.KindText, it.Text
 	case it.Type == "reasoning":
-		p.Kind = agent.KindReasoning
+		p.Kind, p.Text = agent.KindReasoning, it.Text
 	case it.Type == "file_change":
-		p.Kind = agent.KindPatch
+		p.Kind, p.Files = agent.KindPatch, changedPaths(it.Changes)
 	default:
 		p.Kind = agent.Kind(it.Type) // error, todo_list, …: kept, not counted
 	}

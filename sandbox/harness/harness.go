@@ -39,6 +39,9 @@ type Harness struct {
 	// left behind by a run that died (OpenCode's server password), so
 	// logs copied later can be redacted.
 	SecretFiles func(stateDir string) []string
+	// Read returns the reader of the objects this harness's adapter
+	// recorded, at version (the trace's agent field; "" when unknown).
+	Read func(version string) agent.Reader
 }
 
 // Default is the harness of a run that names none, and of a trace whose
@@ -56,6 +59,7 @@ func All() []Harness {
 				return opencode.StartAgent(ctx, sb, spec)
 			},
 			SecretFiles: func(stateDir string) []string { return []string{opencode.PasswordFile(stateDir)} },
+			Read:        func(v string) agent.Reader { return opencode.Reader{Version: v} },
 		},
 		{
 			Name:   claudecode.HarnessName,
@@ -65,6 +69,7 @@ func All() []Harness {
 				return claudecode.Start(ctx, sb, spec)
 			},
 			SecretFiles: none,
+			Read:        func(v string) agent.Reader { return claudecode.Reader{Version: v} },
 		},
 		{
 			Name:   codex.HarnessName,
@@ -74,6 +79,7 @@ func All() []Harness {
 				return codex.Start(ctx, sb, spec)
 			},
 			SecretFiles: none,
+			Read:        func(v string) agent.Reader { return codex.Reader{Version: v} },
 		},
 	}
 }

@@ -188,7 +188,7 @@ func Translate(ev Event) (agent.Event, bool) {
 
 // Normalize returns the session as the agent port sees it.
 func (s Session) Normalize() agent.Session {
-	return agent.Session{ID: s.ID, ParentID: s.ParentID, Raw: raw(s.Raw, s)}
+	return agent.Session{ID: s.ID, ParentID: s.ParentID, Title: s.Title, Version: s.Version, Raw: raw(s.Raw, s)}
 }
 
 // Normalize returns the message as the agent port sees it. Final: an
@@ -198,6 +198,23 @@ func (m MessageInfo) Normalize() agent.Message {
 	out := agent.Message{ID: m.ID, SessionID: m.SessionID, Role: agent.Role(m.Role), Raw: raw(m.Raw, m)}
 	if m.Role == "assistant" && m.Time.Completed != nil {
 		out.Final = len(m.Error) > 0 && string(m.Error) != "null" || m.Finish != "" && m.Finish != "tool-calls"
+	}
+	if m.Role == "assistant" {
+		c := &agent.ModelCall{Model: m.ModelID, Created: msTime(m.Time.Created), Finish: m.Finish}
+		if m.ProviderID != "" && m.ModelID != "" {
+			c.Model = m.ProviderID + "/" + m.ModelID
+		}
+		if m.Time.Completed != nil {
+			c.Completed = msTime(*m.Time.Completed)
+		}
+		if m.Tokens != nil || m.Cost != 0 {
+			c.Usage = m.Tokens.usage()
+			c.Usage.Cost = m.Cost
+		}
+		if len(m.Error) > 0 && string(m.Error) != "null" {
+			c.Error = string(m.Error)
+		}
+		out.Call = c
 	}
 	return out
 }
@@ -209,7 +226,11 @@ func (m MessageInfo) Normalize() agent.Message {
 // once completed or failed), a tool's call and result, and the usage of a
 // "step-finish" part.
 func (p Part) Normalize() agent.Part {
-	out := agent.Part{ID: p.ID, SessionID: p.SessionID, MessageID: p.MessageID, Kind: agent.Kind(p.Type), Raw: raw(p.Raw, p)}
+	out := agent.Part{ID: p.ID, SessionID: p.SessionID, MessageID: p.MessageID, Kind: agent.Kind(p.Type), Raw: raw(p.Raw, p),
+		Text: p.Text, Files: p.Files}
+	if p.Time != nil {
+		out.Start, out.End = msTime(p.Time.Start), msTimePtr(p.Time.End)
+	}
 	switch p.Type {
 	case PartText, PartReasoning:
 		out.Done = p.Time != nil && p.Time.End != nil && *p.Time.End != 0
@@ -226,16 +247,19 @@ func (p Part) Normalize() agent.Part {
 			if json.Unmarshal(st.Metadata, &md) == nil && md.Truncated {
 				out.Tool.OutputFile = md.OutputPath
 			}
+			out.Title = st.Title
+			if st.Time != nil {
+				out.Start, out.End = msTime(st.Time.Start), msTimePtr(st.Time.End)
+			}
+			if f := editedFile(p.Tool, st.Input); f != "" {
+				out.Files = []string{f}
+			}
 		}
 	default:
 		out.Done = true
 	}
 	if p.Type == PartStepFinish && (p.Tokens != nil || p.Cost != nil) {
-		u := &agent.Usage{}
-		if t := p.Tokens; t != nil {
-			u.Input, u.Output, u.Reasoning = int64(t.Input), int64(t.Output), int64(t.Reasoning)
-			u.CacheRead, u.CacheWrite = int64(t.Cache.Read), int64(t.Cache.Write)
-		}
+		u := p.Tokens.usage()
 		if p.Cost != nil {
 			u.Cost = *p.Cost
 		}

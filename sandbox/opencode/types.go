@@ -16,6 +16,7 @@ type Session struct {
 	Title     string      `json:"title,omitempty"`
 	Directory string      `json:"directory,omitempty"`
 	Agent     string      `json:"agent,omitempty"`
+	Version   string      `json:"version,omitempty"` // OpenCode's own version
 	Cost      float64     `json:"cost,omitempty"`
 	Tokens    *Tokens     `json:"tokens,omitempty"`
 	Time      SessionTime `json:"time"`

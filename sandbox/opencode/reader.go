@@ -1,0 +1,92 @@
+package opencode
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/trajlab/traj/sandbox/agent"
+)
+
+// Reader reads the objects an OpenCode trajectory recorded (parts,
+// sessions, message infos) with the same Normalize methods the recorder
+// used live, so a reader sees what the recorder saw. It reads OpenCode
+// 1.18's shapes; traces of the original recorder (no version) have them
+// too.
+type Reader struct {
+	// Version is the recorded OpenCode version ("" for the original
+	// recorder's traces).
+	Version string
+}
+
+var _ agent.Reader = Reader{}
+
+// Part implements agent.Reader.
+func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part, bool) {
+	var p Part
+	if json.Unmarshal(raw, &p) != nil || p.Type == "" {
+		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
+	}
+	out := p.Normalize()
+	out.Raw = raw
+	if out.ID == "" {
+		out.ID = id
+	}
+	return out, true
+}
+
+// Session implements agent.Reader.
+func (Reader) Session(raw json.RawMessage) (agent.Session, bool) {
+	var s Session
+	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
+		return agent.Session{Raw: raw}, false
+	}
+	return s.Normalize(), true
+}
+
+// Message implements agent.Reader.
+func (Reader) Message(raw json.RawMessage) (agent.Message, bool) {
+	var m MessageInfo
+	if json.Unmarshal(raw, &m) != nil || m.ID == "" || m.Role == "" {
+		return agent.Message{Raw: raw}, false
+	}
+	return m.Normalize(), true
+}
+
+// usage is t as the port counts it (a nil t counts nothing).
+func (t *Tokens) usage() *agent.Usage {
+	u := &agent.Usage{}
+	if t != nil {
+		u.Input, u.Output, u.Reasoning = int64(t.Input), int64(t.Output), int64(t.Reasoning)
+		u.CacheRead, u.CacheWrite = int64(t.Cache.Read), int64(t.Cache.Write)
+	}
+	return u
+}
+
+// editedFile is the file an editing tool call names (write, edit, patch
+// tools take "filePath").
+func editedFile(tool string, input json.RawMessage) string {
+	switch tool {
+	case "write", "edit":
+	default:
+		return ""
+	}
+	var in struct {
+		FilePath string `json:"filePath"`
+	}
+	_ = json.Unmarshal(input, &in)
+	return in.FilePath
+}
+
+func msTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func msTimePtr(ms *int64) time.Time {
+	if ms == nil {
+		return time.Time{}
+	}
+	return msTime(*ms)
+}
