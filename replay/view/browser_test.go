@@ -357,6 +357,7 @@ func TestViewScreenshots(t *testing.T) {
 	}
 	shot("store", chromedp.Navigate(base+"/?token="+srv.Token()), chromedp.WaitVisible(chromedp.CSS(`#trajectories tr[data-id="beta"]`)))
 	shot("demo", chromedp.Navigate(base+"/#/t/demo/20"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="20"]`)))
+	shot("ground-truth", chromedp.Navigate(base+"/#/t/demo-ground-truth/27"), chromedp.WaitVisible(chromedp.CSS(`#effect .after`)))
 	shot("subagent", chromedp.Navigate(base+"/#/t/demo/41"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="41"]`)))
 	shot("trajectory", chromedp.Navigate(base+"/#/t/alpha/3"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="3"] .tool-output`)))
 	shot("diff", chromedp.Navigate(base+"/#/t/alpha/6?tab=diff"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="6"] #patch`)))
