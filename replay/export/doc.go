@@ -150,12 +150,14 @@
 //	run_tests_calls        INT32; run_tests calls completed by the part
 //
 // evaluations — one row per commit and suite of the evaluation report
-// (source "evaluate"), and one per run_tests call the agent made (source
-// "run_tests"):
+// (source "evaluate"), one per ground-truth evaluation and required test
+// path recorded in the trace during the run (source "ground_truth"), and
+// one per run_tests call the agent made (source "run_tests"):
 //
 //	trajectory_id, source
 //	commit, tree           null; the evaluated commit and its tree (join parts on commit)
-//	part                   null; evaluate: the first part at the commit; run_tests: the
+//	part                   null; evaluate: the first part at the commit; ground_truth:
+//	                       the part whose checkpoint made the commit; run_tests: the
 //	                       part that completed the call
 //	suite                  null; the test path (null: a commit with no suite results,
 //	                       e.g. one that could not be evaluated; its counts are the
@@ -163,10 +165,12 @@
 //	passed, failed, total  null; counts
 //	pass_rate              null; passed/total
 //	result_source          null; evaluate: evaluated | cache | same_tree | failed;
-//	                       run_tests: the call's status code
+//	                       ground_truth: evaluated | cache; run_tests: the call's
+//	                       status code
 //	error                  null; build or evaluation error
 //	duration_ms            null
-//	timestamp              null; run_tests: when the call completed
+//	timestamp              null; run_tests: when the call completed; ground_truth:
+//	                       when the result landed
 //
 // tests — one row per test case of the evaluation report's attribution:
 //
