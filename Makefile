@@ -37,7 +37,7 @@ export TRAJ_OPENCODE_BIN ?= $(OPENCODE_BIN)
 export TRAJ_CLAUDE_BIN ?= $(CLAUDE_BIN)
 export TRAJ_CODEX_BIN ?= $(CODEX_BIN)
 
-.PHONY: install setup build test lint bench demo stress fuzz clean tools opencode harnesses duckdb export-fixture report-png view-png chromium sandbox-debs image
+.PHONY: install setup build test lint bench demo stress fuzz clean tools opencode harnesses duckdb export-fixture report-png view-png chromium sandbox-debs bwrap image
 
 ## setup: install everything the tests and the demo need (idempotent).
 setup: tools opencode harnesses duckdb chromium sandbox-debs slurm
@@ -51,13 +51,22 @@ chromium:
 # cgroup hybrid hosts) and uidmap, mmdebstrap for `make image`. Installed
 # with apt-get when missing (as root; otherwise the command to run is printed).
 SANDBOX_DEBS := bubblewrap podman runc uidmap mmdebstrap
-sandbox-debs:
-	@command -v dpkg >/dev/null || { echo "not Debian: install $(SANDBOX_DEBS) with your package manager"; exit 0; }; \
-	missing=""; for p in $(SANDBOX_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# apt_install installs the Debian packages $(1) that are missing (as root;
+# otherwise it prints the command to run).
+define apt_install
+	@command -v dpkg >/dev/null || { echo "not Debian: install $(1) with your package manager"; exit 0; }; \
+	missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 		else echo "missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi; \
 	fi
+endef
+sandbox-debs:
+	$(call apt_install,$(SANDBOX_DEBS))
+
+# bwrap: the one sandbox package the demo needs.
+bwrap:
+	$(call apt_install,bubblewrap)
 
 ## image: the container sandbox's image, built offline from Debian once (mmdebstrap + import; ~1-2 min).
 image: build sandbox-debs
@@ -172,13 +181,18 @@ view-png: chromium
 AGENT       ?= opencode
 ifeq ($(AGENT),opencode)
 DEMO_SCRIPT ?= sandbox/scripted/demo/c-compiler.jsonl
+DEMO_HARNESS := $(OPENCODE_BIN)
 else
 DEMO_SCRIPT ?= sandbox/scripted/demo/c-compiler-$(AGENT).jsonl
+DEMO_HARNESS := $(if $(filter claude-code,$(AGENT)),$(CLAUDE_BIN),$(CODEX_BIN))
 endif
 ifndef DEMO_ID
 DEMO_ID     := demo-$(shell date -u +%Y%m%d-%H%M%S)
 endif
-demo: setup build
+# The demo installs only what it runs: its harness (npm) and bubblewrap; the
+# rest of setup (other harnesses, DuckDB, Chromium, podman, Slurm, versitygw)
+# is for the tests.
+demo: $(DEMO_HARNESS) bwrap build
 	$(TRAJ) run --task c-compiler --agent $(AGENT) --model scripted/demo --script $(DEMO_SCRIPT) \
 		--max-parts 50 --timeout 15m --trajectory-id $(DEMO_ID) --store ./runs
 	@echo

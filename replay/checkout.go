@@ -107,6 +107,50 @@ func CommitForPartIn(r io.Reader, part int) (string, error) {
 	return commit, nil
 }
 
+// CommitForPartAt is CommitForPart for the trace file at path, read
+// through its part index (trace.LoadPartIndex, rebuilt when missing or
+// stale; the file is left as it is): the index and one part are read,
+// not the trace. id names the
+// trajectory in errors. A trace whose parts are not 1..N in order, or
+// whose part does not match the index, is read whole by CommitForPartIn,
+// which says what is wrong with it.
+func CommitForPartAt(path, id string, part int) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read trace: %w", err)
+	}
+	defer f.Close()
+	ix, err := trace.LoadPartIndex(path)
+	if err != nil {
+		return CommitForPartIn(f, part) // says what is wrong with the trace
+	}
+	es := ix.Entries
+	for i, e := range es {
+		if e.Part != i+1 {
+			return CommitForPartIn(f, part)
+		}
+	}
+	if len(es) == 0 {
+		return "", fmt.Errorf("trace %s has no parts", id)
+	}
+	e, ok := ix.Find(part)
+	if !ok {
+		return "", UsageError("part %d is out of range: trajectory %s has parts %d..%d", part, id, es[0].Part, es[len(es)-1].Part)
+	}
+	raw, err := ix.ReadPart(f, e)
+	if err != nil {
+		return CommitForPartIn(io.NewSectionReader(f, 0, ix.TraceSize), part)
+	}
+	got, err := trace.NewPartEntry(e.Turn, e.Off, raw)
+	if err != nil {
+		return "", fmt.Errorf("read trace: %w", err)
+	}
+	if got.Commit == "" {
+		return "", fmt.Errorf("part %d has no git_commit", part)
+	}
+	return got.Commit, nil
+}
+
 // CheckoutPart writes the repository at req.Part into req.Dest.
 func CheckoutPart(ctx context.Context, tr *trace.Trace, h History, req CheckoutRequest) (*CheckoutSummary, error) {
 	commit, err := CommitForPart(tr, req.Part)

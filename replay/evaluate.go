@@ -75,6 +75,17 @@ var ErrIncomplete = errors.New("evaluation incomplete")
 // the cache when it can), in parallel worktrees, and maps the results back
 // onto commits and parts.
 func Evaluate(ctx context.Context, tr *trace.Trace, h History, ev Evaluator, opts EvaluateOptions) (*Output, error) {
+	parts, partCommit, err := PartCommits(tr)
+	if err != nil {
+		return nil, fmt.Errorf("plan evaluation of %s: %w", tr.TrajectoryID, err)
+	}
+	return EvaluateParts(ctx, tr.TrajectoryID, parts, partCommit, h, ev, opts)
+}
+
+// EvaluateParts is Evaluate for trajectory id's parts (in order) and
+// their commits, as PartCommitsAt reads them from the part index without
+// reading the trace.
+func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[int]string, h History, ev Evaluator, opts EvaluateOptions) (*Output, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -98,9 +109,9 @@ func Evaluate(ctx context.Context, tr *trace.Trace, h History, ev Evaluator, opt
 	paths := slices.Clone(opts.TestPaths)
 	envVersion := ev.Version()
 
-	plan, err := NewPlan(ctx, tr, h)
+	plan, err := NewPlanParts(ctx, parts, partCommit, h)
 	if err != nil {
-		return nil, fmt.Errorf("plan evaluation of %s: %w", tr.TrajectoryID, err)
+		return nil, fmt.Errorf("plan evaluation of %s: %w", id, err)
 	}
 
 	type treeResult struct {
@@ -186,11 +197,11 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("evaluate %s: %w", tr.TrajectoryID, err)
+		return nil, fmt.Errorf("evaluate %s: %w", id, err)
 	}
 
 	out := &Output{
-		TrajectoryID:      tr.TrajectoryID,
+		TrajectoryID:      id,
 		CommitsEvaluated:  len(plan.Commits),
 		CommitEvaluations: make(map[string]*CommitEvaluation, len(plan.Commits)),
 		PartToCommit:      make(PartMap[string], len(plan.Parts)),

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/trajlab/traj/trace"
@@ -83,6 +84,53 @@ func NewPlan(ctx context.Context, tr *trace.Trace, trees TreeResolver) (*Plan, e
 	if err != nil {
 		return nil, err
 	}
+	return NewPlanParts(ctx, parts, partCommit, trees)
+}
+
+// PartCommitsAt is PartCommits for the trace file at path, read through
+// its part index (trace.LoadPartIndex): the parts' contents are not read.
+func PartCommitsAt(path string) ([]int, map[int]string, error) {
+	ix, err := trace.LoadPartIndex(path)
+	if err != nil {
+		// Read it whole: that error says what is wrong with the trace.
+		tr, rerr := ReadTraceFile(path)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		return PartCommits(tr)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read trace: %w", err)
+	}
+	defer f.Close()
+	parts := make([]int, 0, len(ix.Entries))
+	commits := make(map[int]string, len(ix.Entries))
+	for _, e := range ix.Entries {
+		c := e.Commit
+		if e.CommitInPart {
+			if c, _, err = ix.Commit(f, e.Part); err != nil {
+				return nil, nil, fmt.Errorf("read trace: %w", err)
+			}
+		}
+		if c == "" {
+			return nil, nil, fmt.Errorf("part %d has no git_commit", e.Part)
+		}
+		if _, dup := commits[e.Part]; dup {
+			return nil, nil, fmt.Errorf("part %d appears twice in the trace", e.Part)
+		}
+		parts = append(parts, e.Part)
+		commits[e.Part] = c
+	}
+	if len(parts) == 0 {
+		return nil, nil, fmt.Errorf("trace %s has no parts", path)
+	}
+	sort.Ints(parts)
+	return parts, commits, nil
+}
+
+// NewPlanParts is NewPlan for parts (in order) and their commits.
+func NewPlanParts(ctx context.Context, parts []int, partCommit map[int]string, trees TreeResolver) (*Plan, error) {
 	p := &Plan{
 		Parts:      parts,
 		PartCommit: partCommit,

@@ -85,7 +85,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 	const kills = 36
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	var dir, path string
-	acked, total := 0, 0
+	acked, total, rebuilt, added := 0, 0, 0, 0
 	for i := range kills {
 		if i%6 == 0 { // a fresh trace now and then keeps the files small
 			dir = t.TempDir()
@@ -155,9 +155,19 @@ func TestKillAtRandomMoments(t *testing.T) {
 		if n < acked {
 			t.Fatalf("kill %d: the trace has parts 1..%d, but %d was acknowledged", i, n, acked)
 		}
+		// The part index the kill may have torn still serves every part.
+		ix, err := trace.LoadPartIndex(path)
+		if err != nil {
+			t.Fatalf("kill %d: part index: %v", i, err)
+		}
+		checkPartIndex(t, path, ix, n)
+		if ix.Rebuilt {
+			rebuilt++
+		}
+		added += ix.Added
 		if i%3 == 2 {
 			checkValid(t, path)
 		}
 	}
-	t.Logf("%d kills, last trace at %d acknowledged parts", total, acked)
+	t.Logf("%d kills, last trace at %d acknowledged parts; part index rebuilt %d times, %d parts added from the tail", total, acked, rebuilt, added)
 }

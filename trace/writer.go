@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -137,6 +138,9 @@ type Writer struct {
 	enc         *json.Encoder
 	encBuf      bytes.Buffer
 	buf, tail   []byte
+	// index gets one record per part appended (partindex.go); nil after
+	// a failed index write.
+	index *partIndexAppender
 	// stamps and pathStamp are the files as the last write left them
 	// (tamper.go).
 	stamps    [2]fileStamp
@@ -214,8 +218,39 @@ func Create(path string, h Header, opts WriterOptions) (*Writer, error) {
 		w.closeFiles()
 		return nil, fmt.Errorf("create trace %s: %w", path, err)
 	}
+	w.startIndex(createPartIndex(PartIndexPath(path)))
 	w.emit(ChunkHeader, 0, 0, head)
 	return w, nil
+}
+
+// startIndex keeps the part index appender, or warns that there is none
+// (readers then rebuild the index from the trace).
+func (w *Writer) startIndex(a *partIndexAppender, err error) {
+	if err != nil {
+		w.opts.Logger.Warn("part index not written; readers rebuild it from the trace", "path", PartIndexPath(w.path), "err", err)
+		return
+	}
+	w.index = a
+}
+
+// indexPart appends the record of part p, whose bytes pb now sit at off
+// in turn ti. A failure stops the index, never the trace.
+func (w *Writer) indexPart(ti int, off int64, p *Part, pb []byte) {
+	if w.index == nil {
+		return
+	}
+	e := PartEntry{Part: p.Part, Turn: ti, Off: off, Len: len(pb), Sum: crc32.Checksum(pb, castagnoli), Commit: p.GitCommit}
+	if rc := p.RepoCheckpoint; rc != nil {
+		e.Committed = rc.Committed
+		if e.Commit == "" {
+			e.Commit = rc.CommitAfter
+		}
+	}
+	if err := w.index.append(e); err != nil {
+		w.opts.Logger.Warn("part index not written; readers rebuild it from the trace", "path", PartIndexPath(w.path), "err", err)
+		w.index.close()
+		w.index = nil
+	}
 }
 
 func newWriter(path string, opts WriterOptions) *Writer {
@@ -281,6 +316,7 @@ func OpenForAppend(path string, opts WriterOptions) (*Writer, error) {
 		w.closeFiles()
 		return nil, fmt.Errorf("open trace %s for append: %w", path, err)
 	}
+	w.startIndex(openPartIndex(path))
 	return w, nil
 }
 
@@ -473,11 +509,13 @@ func (w *Writer) AppendPart(p *Part) error {
 		w.partStart = p.Part
 	}
 	w.turnParts++
+	partOff := w.stableEnd + int64(len(w.buf)-len(pb))
 	if err := w.commit(ChunkPart, p.Part); err != nil {
 		w.lastPart, w.lastCommit, w.partStart = prevLast, prevCommit, prevStart
 		w.turnParts--
 		return fmt.Errorf("append part %d: %w", p.Part, err)
 	}
+	w.indexPart(w.turns-1, partOff, p, pb)
 	return nil
 }
 
@@ -578,6 +616,12 @@ func (w *Writer) RemoveShadow() error {
 
 func (w *Writer) closeFiles() error {
 	var errs []error
+	if w.index != nil {
+		if err := w.index.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close part index: %w", err))
+		}
+		w.index = nil
+	}
 	for i, f := range w.files {
 		if f != nil {
 			if err := f.Close(); err != nil {

@@ -50,7 +50,7 @@ var conformanceCases = []conformanceCase{
 // harness-neutral record (the adapter's reader) has text, a tool name,
 // input or output has it in the view, in Parquet and in ATIF, with equal
 // counts; the ATIF document passes CheckATIF; ATIF's agent is the harness
-// and its version. The recorded trace is also the reader fixture of
+// and its version; `traj report` lists it. The recorded trace is also the reader fixture of
 // sandbox/harness: its normalized shape must equal the committed one
 // (-update re-records it), so a fixture the writer no longer produces
 // fails here.
@@ -104,6 +104,15 @@ func TestHarnessConformance(t *testing.T) {
 			code, showOut, errOut := traj(t, "trace", "show", dir)
 			if code != 0 || !strings.Contains(showOut, tr.Agent) || !strings.Contains(showOut, fmt.Sprint(want.parts)) {
 				t.Fatalf("trace show: code %d\n%s%s", code, showOut, errOut)
+			}
+
+			// traj report
+			rep := filepath.Join(t.TempDir(), "report.json")
+			if code, o, e := traj(t, "report", "--store", st, "--json", rep); code != 0 {
+				t.Fatalf("report: code %d\n%s%s", code, o, e)
+			}
+			if b, err := os.ReadFile(rep); err != nil || !bytes.Contains(b, []byte(`"`+tr.Agent+`"`)) {
+				t.Fatalf("report does not list the %s trajectory: %v\n%.2000s", tr.Agent, err, b)
 			}
 
 			checkViewAPI(t, st, id, tr, want)
@@ -480,5 +489,38 @@ func checkFixtureShape(t *testing.T, name string, tr *trace.Trace, dir, st strin
 	if strings.Join(was, "\n") != strings.Join(now, "\n") {
 		t.Errorf("the reader fixture %s no longer matches what the writer records (re-record it with -update):\nfixture:\n  %s\nrecorded now:\n  %s",
 			fixture, strings.Join(was, "\n  "), strings.Join(now, "\n  "))
+	}
+}
+
+// TestFixtureShapeSeesDrift: the shape TestHarnessConformance compares
+// changes when a harness's objects change under its reader (a field
+// renamed in a new version, here a text part's "text"), so a committed
+// fixture that the writer no longer produces cannot pass.
+func TestFixtureShapeSeesDrift(t *testing.T) {
+	for _, h := range conformanceCases {
+		t.Run(h.agent, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "..", "sandbox", "harness", "testdata", h.agent, "agent_trace.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr trace.Trace
+			if err := json.Unmarshal(b, &tr); err != nil {
+				t.Fatal(err)
+			}
+			before := strings.Join(traceShape(&tr), "\n")
+			changed := false
+			for _, p := range allParts(&tr) {
+				if p.PartType == "text" && !changed {
+					p.Content = bytes.Replace(p.Content, []byte(`"text":`), []byte(`"body":`), -1)
+					changed = true
+				}
+			}
+			if !changed {
+				t.Fatal("the fixture has no text part")
+			}
+			if after := strings.Join(traceShape(&tr), "\n"); after == before {
+				t.Fatal("a renamed text field leaves the shape unchanged")
+			}
+		})
 	}
 }

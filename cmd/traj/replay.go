@@ -79,8 +79,8 @@ type ReplayCheckoutPartCmd struct {
 }
 
 func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
-	// The part's commit is found as the trace streams by: a long trace is
-	// never held.
+	// The part's commit comes from the trace's part index: one part is
+	// read, not the trace.
 	t, err := c.open(ctx, g, source.TraceHeader)
 	if err != nil {
 		return err
@@ -91,12 +91,7 @@ func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
 			return usageExit(err)
 		}
 	}
-	f, err := os.Open(t.TracePath)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	commit, err := replay.CommitForPartIn(f, c.Part)
+	commit, err := replay.CommitForPartAt(t.TracePath, t.ID, c.Part)
 	if err != nil {
 		return usageExit(err)
 	}
@@ -134,7 +129,13 @@ type ReplayEvaluateCmd struct {
 }
 
 func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
-	t, err := c.open(ctx, g, source.WholeTrace)
+	// Parts and commits come from the trace's part index; only the HTML
+	// report reads the parts themselves.
+	read := source.TraceHeader
+	if c.HTML != "" {
+		read = source.WholeTrace
+	}
+	t, err := c.open(ctx, g, read)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,11 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
 		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 	g.Logger.Info("evaluating", "sandbox", provider)
-	out, evalErr := replay.Evaluate(ctx, t.Trace, t.History, ev, opts)
+	parts, commits, err := replay.PartCommitsAt(t.TracePath)
+	if err != nil {
+		return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
+	}
+	out, evalErr := replay.EvaluateParts(ctx, t.ID, parts, commits, t.History, ev, opts)
 	if out == nil {
 		return evalErr
 	}

@@ -23,7 +23,8 @@ import (
 // the run the bucket holds every object view and export read (trace,
 // bundles, logs, run.json, model and tool call records, summary), each
 // equal to the trajectory folder's copy; an export from S3 has the same
-// rows per table as one from the folder; `traj sync` on the complete
+// rows per table as one from the folder, and the README's SQL example
+// returns rows on it; `traj sync` on the complete
 // store uploads nothing, twice.
 func TestS3StoreComplete(t *testing.T) {
 	traj := trajExe(t)
@@ -93,6 +94,17 @@ func TestS3StoreComplete(t *testing.T) {
 		}
 		if table != "tests" && a == 0 {
 			t.Errorf("%s: no rows", table)
+		}
+	}
+	// The README's SQL example has rows on a trajectory just recorded (no
+	// traj replay evaluate yet): ground truth's, labelled by source.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range readmeBlocks(string(readme)) {
+		if b.lang == "sql" {
+			checkSQL(t, b.text, fromDir)
 		}
 	}
 

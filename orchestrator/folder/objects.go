@@ -46,7 +46,7 @@ type Object struct {
 
 // Objects lists what the folder dir of trajectory id holds for the
 // store, in upload order: history bundles by part, repo.bundle, logs,
-// run.json, the model and tool call records, the trace. Hidden and temporary files (the trace's shadow,
+// run.json, the model and tool call records, the part index, the trace. Hidden and temporary files (the trace's shadow,
 // half-written files) and the pending record are not objects.
 func Objects(dir, id string) ([]Object, error) {
 	var out []Object
@@ -110,6 +110,9 @@ func Objects(dir, id string) ([]Object, error) {
 		if err := add(r.Key, r.Path, false); err != nil {
 			return nil, err
 		}
+	}
+	if err := add(store.PartIndexKey(id), filepath.Join(dir, store.PartIndexName), false); err != nil {
+		return nil, err
 	}
 	if err := add(store.TraceKey(id), filepath.Join(dir, store.TraceName), false); err != nil {
 		return nil, err

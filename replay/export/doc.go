@@ -20,6 +20,13 @@
 // does). A trajectory that cannot be read is reported and skipped; the
 // command then exits 1.
 //
+// A part's text, tool name, call id, input, output, status, error and
+// sub-agent session come from the harness's reader (sandbox/harness.Reader
+// for the trace's "agent", name@version), the adapter that recorded the
+// part; this package decodes no harness object, so every harness exports
+// alike. Schema 2: harness is the name without the version (harness_version
+// holds it), and ATIF's extra keeps each part's harness object verbatim.
+//
 // # Layout, versions, incremental export
 //
 //	DIR/export.json                    manifest: format, schema_version, value cap,
@@ -143,12 +150,14 @@
 //	run_tests_calls        INT32; run_tests calls completed by the part
 //
 // evaluations — one row per commit and suite of the evaluation report
-// (source "evaluate"), and one per run_tests call the agent made (source
-// "run_tests"):
+// (source "evaluate"), one per ground-truth evaluation and required test
+// path recorded in the trace during the run (source "ground_truth"), and
+// one per run_tests call the agent made (source "run_tests"):
 //
 //	trajectory_id, source
 //	commit, tree           null; the evaluated commit and its tree (join parts on commit)
-//	part                   null; evaluate: the first part at the commit; run_tests: the
+//	part                   null; evaluate: the first part at the commit; ground_truth:
+//	                       the part whose checkpoint made the commit; run_tests: the
 //	                       part that completed the call
 //	suite                  null; the test path (null: a commit with no suite results,
 //	                       e.g. one that could not be evaluated; its counts are the
@@ -156,10 +165,12 @@
 //	passed, failed, total  null; counts
 //	pass_rate              null; passed/total
 //	result_source          null; evaluate: evaluated | cache | same_tree | failed;
-//	                       run_tests: the call's status code
+//	                       ground_truth: evaluated | cache; run_tests: the call's
+//	                       status code
 //	error                  null; build or evaluation error
 //	duration_ms            null
-//	timestamp              null; run_tests: when the call completed
+//	timestamp              null; run_tests: when the call completed; ground_truth:
+//	                       when the result landed
 //
 // tests — one row per test case of the evaluation report's attribution:
 //

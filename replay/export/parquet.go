@@ -236,6 +236,9 @@ func (e *parquetExport) scan(ctx context.Context) error {
 				Agent: t.Agent, AgentModel: t.AgentModel, StartedAt: t.StartedAt, Task: t.Task, Environment: t.Environment})
 			e.usage.End(t.SessionEnd)
 			if se := t.SessionEnd; se != nil {
+				if err := e.groundTruth(se.GroundTruth); err != nil {
+					return err
+				}
 				e.row.EndReason = str(se.Reason)
 				e.row.EndedAt = timestamp(se.EndedAt)
 				if se.FinalGitCommit != "" {
@@ -359,7 +362,48 @@ func (e *parquetExport) part(ctx context.Context, turn int, p *trace.Part) error
 			return err
 		}
 	}
+	if err := e.groundTruth(p.GroundTruth); err != nil {
+		return err
+	}
 	e.pending, e.pendSize = &row, size
+	return nil
+}
+
+// groundTruth writes the evaluation rows of traj's own evaluations during
+// the run (source "ground_truth"): one per required test path, or one for
+// a tree that could not be evaluated. A freshly recorded trajectory has
+// scores before any traj replay evaluate.
+func (e *parquetExport) groundTruth(gts []trace.GroundTruth) error {
+	for _, gt := range gts {
+		base := EvaluationRow{TrajectoryID: e.in.id, Source: "ground_truth", Commit: str(gt.Commit), Tree: str(gt.Tree),
+			Part: i64(int64(gt.Part)), ResultSource: str("evaluated"), DurationMs: i64(gt.DurationMs), Timestamp: timestamp(gt.Timestamp)}
+		if gt.Cached {
+			base.ResultSource = str("cache")
+		}
+		if gt.Error != "" || len(gt.Suites) == 0 {
+			r := base
+			r.Passed, r.Failed, r.Total = i64(gt.Passed), i64(gt.Failed), i64(gt.Total)
+			r.Error = str(gt.Error)
+			if err := e.evals.add(r, 256); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, sc := range gt.Suites {
+			r := base
+			r.Suite = str(sc.Path)
+			r.Passed, r.Failed, r.Total = i64(sc.Passed), i64(sc.Failed), i64(sc.Total)
+			if sc.Total > 0 {
+				r.PassRate = f64(float64(sc.Passed) / float64(sc.Total))
+			}
+			if !sc.BuildOK {
+				r.Error = str("build failed")
+			}
+			if err := e.evals.add(r, 256); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -89,8 +89,9 @@ type PartRow struct {
 }
 
 // EvaluationRow is one row of the evaluations table: one suite's result at
-// one commit, from an evaluate report (source "evaluate") or from a
-// run_tests call the agent made (source "run_tests").
+// one commit, from an evaluate report (source "evaluate"), from traj's
+// ground truth during the run (source "ground_truth") or from a run_tests
+// call the agent made (source "run_tests").
 type EvaluationRow struct {
 	TrajectoryID string     `parquet:"trajectory_id,dict"`
 	Source       string     `parquet:"source,dict"`

@@ -224,8 +224,20 @@ func verify(ctx context.Context, tracePath, bundle string) error {
 // ten parts a turn, each part's checkpoint going from the previous commit
 // to its own: the trace a trajectory of that history would have.
 func writeTrace(tb testing.TB, repo, path string) {
+	writeTraceEvery(tb, repo, path, 1)
+}
+
+// writeTraceEvery is writeTrace with every parts per commit: the first
+// of them checkpoints it, the others (text, reads, test runs) change
+// nothing and keep its commit.
+func writeTraceEvery(tb testing.TB, repo, path string, every int) {
 	tb.Helper()
-	commits := strings.Fields(run(tb, repo, "git", "rev-list", "--reverse", "main"))
+	var commits []string
+	for _, c := range strings.Fields(run(tb, repo, "git", "rev-list", "--reverse", "main")) {
+		for range every {
+			commits = append(commits, c)
+		}
+	}
 	w, err := trace.Create(path, tracetest.Header("traj-bench"), trace.WriterOptions{})
 	if err != nil {
 		tb.Fatal(err)
@@ -244,8 +256,8 @@ func writeTrace(tb testing.TB, repo, path string) {
 			}
 		}
 		p := tracetest.RealisticPart(n, c, 0)
-		if i == 0 {
-			p.RepoCheckpoint = nil // the history's first commit: nothing before it
+		if i == 0 || commits[i-1] == c {
+			p.RepoCheckpoint = nil // the history's first commit, or a part that changed nothing
 		} else {
 			p.RepoCheckpoint.CommitBefore = commits[i-1]
 		}

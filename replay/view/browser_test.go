@@ -256,6 +256,17 @@ func TestBrowserGroundTruth(t *testing.T) {
 	if sel := js[int](t, ctx, `window.trajView.state.sel`); sel <= 8 {
 		t.Errorf("after n and ] the selected part is %d, want one after 8", sel)
 	}
+	js[bool](t, ctx, `window.trajView.jump(9) && true`)
+	run(t, ctx, "open the C file part 9 wrote",
+		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="9"][data-tab="part"] ul.files`)))
+	js[bool](t, ctx, `[...document.querySelectorAll("ul.files a")].find((a) => a.textContent === "scratch/ret.c").click() || true`)
+	run(t, ctx, "the C file shows", chromedp.WaitVisible(chromedp.CSS(`#file.hl .ln`)))
+	code := js[map[string]any](t, ctx, `(() => { const f = document.querySelector("#file");
+		return {lines: f.querySelectorAll(".line").length, numbers: [...f.querySelectorAll(".ln")].map((e) => e.textContent).join(","),
+			keywords: [...f.querySelectorAll(".t-kt, .t-k")].map((e) => e.textContent).join(" "), inline: f.querySelectorAll("[style]").length}; })()`)
+	if code["lines"].(float64) < 1 || !strings.HasPrefix(code["numbers"].(string), "1") || !strings.Contains(code["keywords"].(string), "int") || code["inline"].(float64) != 0 {
+		t.Errorf("scratch/ret.c is not highlighted with line numbers: %v", code)
+	}
 	run(t, ctx, "tests tab",
 		chromedp.Click(chromedp.CSS(`#tab-tests`)),
 		chromedp.WaitVisible(chromedp.CSS(`#tests-source`)))
@@ -346,6 +357,7 @@ func TestViewScreenshots(t *testing.T) {
 	}
 	shot("store", chromedp.Navigate(base+"/?token="+srv.Token()), chromedp.WaitVisible(chromedp.CSS(`#trajectories tr[data-id="beta"]`)))
 	shot("demo", chromedp.Navigate(base+"/#/t/demo/20"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="20"]`)))
+	shot("ground-truth", chromedp.Navigate(base+"/#/t/demo-ground-truth/27"), chromedp.WaitVisible(chromedp.CSS(`#effect .after`)))
 	shot("subagent", chromedp.Navigate(base+"/#/t/demo/41"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="41"]`)))
 	shot("trajectory", chromedp.Navigate(base+"/#/t/alpha/3"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="3"] .tool-output`)))
 	shot("diff", chromedp.Navigate(base+"/#/t/alpha/6?tab=diff"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="6"] #patch`)))

@@ -12,6 +12,15 @@
 //	                   calls; its diff; the code tree at that part; the tests view
 //	#/compare?ids=A,B  compare: overlaid curves, per-suite table, parts to milestone
 //
+// # Every harness
+//
+// A part's title, text, tool input and output, sub-agent session, the
+// session tree and the model calls are read from the trace's harness
+// objects by that harness's reader (sandbox/harness.Reader for the trace's
+// "agent"), never decoded here: OpenCode, Claude Code and Codex
+// trajectories show alike (TestHarnessConformance in cmd/traj checks the
+// API against each harness's neutral records).
+//
 // # Big traces
 //
 // The browser never holds a trace. The server indexes each trace once

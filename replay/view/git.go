@@ -281,6 +281,9 @@ type File struct {
 	Binary    bool   `json:"binary"`
 	Text      string `json:"text"`
 	Truncated bool   `json:"truncated"`
+	// Lines is Text highlighted (highlight.go); absent when no lexer
+	// knows the file.
+	Lines [][]Token `json:"lines,omitempty"`
 }
 
 func (r *gitRepo) file(commit, name string) (*File, error) {
@@ -309,6 +312,7 @@ func (r *gitRepo) file(commit, name string) (*File, error) {
 		return out, nil
 	}
 	out.Text = strings.ToValidUTF8(string(data), "\uFFFD")
+	out.Lines, _ = highlight(name, out.Text)
 	return out, nil
 }
 

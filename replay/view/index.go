@@ -3,7 +3,6 @@ package view
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -156,149 +155,6 @@ func (ix *Index) clone() *Index {
 	return &c
 }
 
-// readChunk is the read size of a scan.
-const readChunk = 1 << 20
-
-// stream reads a trace through a window that grows to hold the value
-// being read, so memory is bounded by the largest part, not the trace.
-type stream struct {
-	f    io.ReaderAt
-	size int64
-	buf  []byte
-	base int64 // file offset of buf[0]
-	pos  int   // read position in buf
-}
-
-// fill reads more of the file into the window, dropping what lies before
-// keep (an index into buf); it reports false at the end of the file.
-func (s *stream) fill(keep int) (bool, error) {
-	next := s.base + int64(len(s.buf))
-	if next >= s.size {
-		return false, nil
-	}
-	if keep > 0 {
-		n := copy(s.buf, s.buf[keep:])
-		s.buf = s.buf[:n]
-		s.base += int64(keep)
-		s.pos -= keep
-	}
-	want := int(min(int64(max(readChunk, len(s.buf))), s.size-next))
-	if cap(s.buf)-len(s.buf) < want {
-		nb := make([]byte, len(s.buf), len(s.buf)+want)
-		copy(nb, s.buf)
-		s.buf = nb
-	}
-	n, err := s.f.ReadAt(s.buf[len(s.buf):len(s.buf)+want], next)
-	s.buf = s.buf[:len(s.buf)+n]
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
-	}
-	return n > 0, nil
-}
-
-// peek skips white space and returns the next byte.
-func (s *stream) peek() (byte, error) {
-	for {
-		s.pos = skipSpace(s.buf, s.pos)
-		if s.pos < len(s.buf) {
-			return s.buf[s.pos], nil
-		}
-		more, err := s.fill(s.pos)
-		if err != nil {
-			return 0, err
-		}
-		if !more {
-			return 0, fmt.Errorf("at byte %d: %w", s.base+int64(s.pos), io.ErrUnexpectedEOF)
-		}
-	}
-}
-
-func (s *stream) expect(c byte) error {
-	got, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if got != c {
-		return fmt.Errorf("at byte %d: want %q, got %q: %w", s.base+int64(s.pos), c, got, errSyntax)
-	}
-	s.pos++
-	return nil
-}
-
-// value returns the next JSON value's bytes (valid until the next read)
-// and its file offset.
-func (s *stream) value() ([]byte, int64, error) {
-	if _, err := s.peek(); err != nil {
-		return nil, 0, err
-	}
-	for {
-		end, err := skipValue(s.buf, s.pos)
-		if err == nil && (end < len(s.buf) || s.base+int64(end) >= s.size) {
-			v, off := s.buf[s.pos:end], s.base+int64(s.pos)
-			s.pos = end
-			return v, off, nil
-		}
-		if err != nil && !errors.Is(err, errShort) {
-			return nil, 0, fmt.Errorf("at byte %d: %w", s.base+int64(s.pos), err)
-		}
-		// A value cut by the window's end (or a number that may go on):
-		// read more and look again.
-		more, ferr := s.fill(s.pos)
-		if ferr != nil {
-			return nil, 0, ferr
-		}
-		if !more {
-			if err == nil {
-				v, off := s.buf[s.pos:end], s.base+int64(s.pos)
-				s.pos = end
-				return v, off, nil
-			}
-			return nil, 0, fmt.Errorf("at byte %d: %w", s.base+int64(s.pos), io.ErrUnexpectedEOF)
-		}
-	}
-}
-
-// key reads an object key and its colon.
-func (s *stream) key() (string, error) {
-	v, off, err := s.value()
-	if err != nil {
-		return "", err
-	}
-	var k string
-	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &k) != nil {
-		return "", fmt.Errorf("at byte %d: want an object key: %w", off, errSyntax)
-	}
-	return k, s.expect(':')
-}
-
-// more reads the separator after an element of an object or array: true
-// if another element follows, false at close.
-func (s *stream) more(close byte, first *bool) (bool, error) {
-	c, err := s.peek()
-	if err != nil {
-		return false, err
-	}
-	if c == close {
-		s.pos++
-		return false, nil
-	}
-	if *first {
-		*first = false
-		return true, nil
-	}
-	if c != ',' {
-		return false, fmt.Errorf("at byte %d: want ',' or %q, got %q: %w", s.base+int64(s.pos), close, c, errSyntax)
-	}
-	s.pos++
-	return true, nil
-}
-
-// scanner walks a trace: the top-level object, its turns, their parts.
-type scanner struct {
-	ix *Index
-	s  *stream
-}
-
 func (ix *Index) scan(f io.ReaderAt, size int64, resume bool) error {
 	if ix.sessionIdx == nil {
 		ix.sessionIdx = make(map[string]int32, len(ix.Sessions))
@@ -306,15 +162,66 @@ func (ix *Index) scan(f io.ReaderAt, size int64, resume bool) error {
 			ix.sessionIdx[s.ID] = int32(i)
 		}
 	}
-	st := &stream{f: f, size: size}
+	var from trace.ScanFrom
 	if resume {
 		last := ix.Parts[len(ix.Parts)-1]
-		st.base = last.Off + int64(last.Len)
+		from = trace.ScanFrom{After: last.Off + int64(last.Len), Turn: len(ix.Turns) - 1}
 	}
-	sc := &scanner{ix: ix, s: st}
-	if err := sc.doc(resume); err != nil {
+	// The top-level fields are gathered and decoded once at the end.
+	var top bytes.Buffer
+	top.WriteByte('{')
+	err := trace.ScanOffsets(f, size, from, trace.OffsetVisitor{
+		Field: func(k string, raw []byte) error {
+			if k == "agent" {
+				// Known before the turns: the parts' session objects are
+				// read by the harness it names.
+				_ = json.Unmarshal(raw, &ix.Header.Agent)
+			}
+			if top.Len() > 1 {
+				top.WriteByte(',')
+			}
+			kb, _ := json.Marshal(k)
+			top.Write(kb)
+			top.WriteByte(':')
+			top.Write(raw)
+			return nil
+		},
+		TurnBegin: func(int) error {
+			ix.Turns = append(ix.Turns, TurnInfo{})
+			return nil
+		},
+		TurnField: func(ti int, k string, raw []byte) error {
+			t := &ix.Turns[ti]
+			switch k {
+			case "turn":
+				_ = json.Unmarshal(raw, &t.Turn)
+			case "timestamp":
+				_ = json.Unmarshal(raw, &t.Timestamp)
+			case "part_start":
+				t.PartStart = nil
+				_ = json.Unmarshal(raw, &t.PartStart)
+			case "part_end":
+				t.PartEnd = nil
+				_ = json.Unmarshal(raw, &t.PartEnd)
+			case "ended_at":
+				_ = json.Unmarshal(raw, &t.EndedAt)
+			}
+			return nil
+		},
+		Part: func(ti int, off int64, raw []byte) error { return ix.addPart(ti, off, raw) },
+	})
+	if err != nil {
 		return err
 	}
+	top.WriteByte('}')
+	var t trace.Trace
+	if err := json.Unmarshal(top.Bytes(), &t); err != nil {
+		return fmt.Errorf("trace fields: %w", err)
+	}
+	if h := t.Header(); h.TrajectoryID != "" || h.Agent != "" || h.StartedAt != "" {
+		ix.Header = h
+	}
+	ix.End, ix.Artifacts = t.SessionEnd, t.Artifacts
 	ix.Size = size
 	if n := len(ix.Parts); n > 0 {
 		last := ix.Parts[n-1]
@@ -325,172 +232,6 @@ func (ix *Index) scan(f io.ReaderAt, size int64, resume bool) error {
 		ix.LastSum = crc32.ChecksumIEEE(buf)
 	}
 	return nil
-}
-
-// doc walks the top-level object. Resuming, the stream starts inside the
-// last turn's parts array, right after its last indexed part.
-func (sc *scanner) doc(resume bool) error {
-	var top bytes.Buffer
-	top.WriteByte('{')
-	add := func(k string, raw []byte) {
-		if top.Len() > 1 {
-			top.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		top.Write(kb)
-		top.WriteByte(':')
-		top.Write(raw)
-	}
-	first := true
-	if resume {
-		ti := len(sc.ix.Turns) - 1
-		if err := sc.parts(ti, false); err != nil {
-			return err
-		}
-		if err := sc.turnRest(ti, false); err != nil {
-			return err
-		}
-		if err := sc.turnList(false); err != nil {
-			return err
-		}
-		first = false
-	} else if err := sc.s.expect('{'); err != nil {
-		return err
-	}
-	for {
-		ok, err := sc.s.more('}', &first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		k, err := sc.s.key()
-		if err != nil {
-			return err
-		}
-		if k == "turns" {
-			c, err := sc.s.peek()
-			if err != nil {
-				return err
-			}
-			if c != '[' {
-				if _, _, err := sc.s.value(); err != nil { // null
-					return err
-				}
-				continue
-			}
-			sc.s.pos++
-			if err := sc.turnList(true); err != nil {
-				return err
-			}
-			continue
-		}
-		raw, _, err := sc.s.value()
-		if err != nil {
-			return err
-		}
-		if k == "agent" {
-			// Known before the turns: the parts' session objects are read
-			// by the harness it names.
-			_ = json.Unmarshal(raw, &sc.ix.Header.Agent)
-		}
-		add(k, raw)
-	}
-	top.WriteByte('}')
-	var t trace.Trace
-	if err := json.Unmarshal(top.Bytes(), &t); err != nil {
-		return fmt.Errorf("trace fields: %w", err)
-	}
-	if h := t.Header(); h.TrajectoryID != "" || h.Agent != "" || h.StartedAt != "" {
-		sc.ix.Header = h
-	}
-	sc.ix.End, sc.ix.Artifacts = t.SessionEnd, t.Artifacts
-	return nil
-}
-
-// turnList reads turns up to the end of the turns array.
-func (sc *scanner) turnList(first bool) error {
-	for {
-		ok, err := sc.s.more(']', &first)
-		if err != nil || !ok {
-			return err
-		}
-		if err := sc.s.expect('{'); err != nil {
-			return err
-		}
-		sc.ix.Turns = append(sc.ix.Turns, TurnInfo{})
-		if err := sc.turnRest(len(sc.ix.Turns)-1, true); err != nil {
-			return err
-		}
-	}
-}
-
-// turnRest reads a turn's remaining keys up to its closing brace.
-func (sc *scanner) turnRest(ti int, first bool) error {
-	for {
-		ok, err := sc.s.more('}', &first)
-		if err != nil || !ok {
-			return err
-		}
-		k, err := sc.s.key()
-		if err != nil {
-			return err
-		}
-		if k == "parts" {
-			c, err := sc.s.peek()
-			if err != nil {
-				return err
-			}
-			if c != '[' {
-				if _, _, err := sc.s.value(); err != nil { // null
-					return err
-				}
-				continue
-			}
-			sc.s.pos++
-			if err := sc.parts(ti, true); err != nil {
-				return err
-			}
-			continue
-		}
-		raw, _, err := sc.s.value()
-		if err != nil {
-			return err
-		}
-		t := &sc.ix.Turns[ti]
-		switch k {
-		case "turn":
-			_ = json.Unmarshal(raw, &t.Turn)
-		case "timestamp":
-			_ = json.Unmarshal(raw, &t.Timestamp)
-		case "part_start":
-			t.PartStart = nil
-			_ = json.Unmarshal(raw, &t.PartStart)
-		case "part_end":
-			t.PartEnd = nil
-			_ = json.Unmarshal(raw, &t.PartEnd)
-		case "ended_at":
-			_ = json.Unmarshal(raw, &t.EndedAt)
-		}
-	}
-}
-
-// parts reads parts up to the end of a parts array.
-func (sc *scanner) parts(ti int, first bool) error {
-	for {
-		ok, err := sc.s.more(']', &first)
-		if err != nil || !ok {
-			return err
-		}
-		raw, off, err := sc.s.value()
-		if err != nil {
-			return err
-		}
-		if err := sc.ix.addPart(ti, off, raw); err != nil {
-			return err
-		}
-	}
 }
 
 // indexedPart is what indexing decodes of a part: everything but its
@@ -519,7 +260,7 @@ func decodeIndexed(raw []byte) (indexedPart, error) {
 	var p indexedPart
 	buf := make([]byte, 0, 1024)
 	buf = append(buf, '{')
-	err := objectFields(raw, func(key, val []byte) error {
+	err := trace.ObjectFields(raw, func(key, val []byte) error {
 		if !indexedKeys[string(key)] {
 			return nil
 		}

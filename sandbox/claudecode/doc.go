@@ -12,7 +12,10 @@
 //	  --setting-sources user --strict-mcp-config --mcp-config '{"mcpServers":…}'
 //	  (--session-id ID | --resume ID) -p -- PROMPT
 //
-// with HOME and CLAUDE_CONFIG_DIR in the trajectory's state folder,
+// with HOME and CLAUDE_CONFIG_DIR in the trajectory's state folder (home/,
+// claude/; an isolated sandbox shows them at /opt/claude-code/home and
+// /opt/claude-code/config, the binary at /opt/claude-code/bin/claude,
+// never the state file beside them: Mounts),
 // ANTHROPIC_BASE_URL at the model gateway (without /v1: Claude Code POSTs
 // /v1/messages?beta=true), ANTHROPIC_API_KEY the per-trajectory token,
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, IS_SANDBOX=1 as root

@@ -13,7 +13,10 @@
 //	  -c 'mcp_servers.tests={command=…,args=[…],startup_timeout_sec=60,tool_timeout_sec=3600}'
 //	  [THREAD_ID] -- PROMPT
 //
-// with CODEX_HOME and HOME in the trajectory's state folder and VAR holding
+// with CODEX_HOME and HOME in the trajectory's state folder (codex/, home/;
+// an isolated sandbox shows them at /opt/codex/config and /opt/codex/home,
+// the musl binary at /opt/codex/bin/codex, never the state file beside
+// them: Mounts) and VAR holding
 // the per-trajectory token (never the real key). Codex POSTs streaming
 // /v1/responses. The first turn starts a thread (thread.started names it;
 // the state file traj-codex.json keeps it); later turns `exec resume` it,

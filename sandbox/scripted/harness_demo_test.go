@@ -11,9 +11,15 @@ import (
 // Claude Code 2.1.330 and Codex 0.169.0 with the tests MCP server), without
 // starting them: every call names an offered tool with arguments its
 // schema accepts, sub-agents (Claude Code's Agent tool) come back to their
-// parent, and each demo makes at least 20 counted parts over at least two
-// turns with the tests run between rounds.
+// parent, and each demo makes exactly demoParts counted parts (each
+// reasoning, text and tool call is one part in both harnesses) over at
+// least two turns with the tests run between rounds, the last one its
+// closing message: make demo's budget ends the run there, with exit 0,
+// once the agent finished its work (a shorter script ran out of answers
+// and ended agent_error).
 func TestDemoScriptsFitHarnesses(t *testing.T) {
+	// demoParts is make demo's --max-parts.
+	const demoParts = 50
 	for _, tt := range []struct {
 		script, tools string
 		view          func(tools json.RawMessage) request
@@ -98,8 +104,13 @@ func TestDemoScriptsFitHarnesses(t *testing.T) {
 			if depth != 0 {
 				t.Errorf("a sub-agent never finished (depth %d)", depth)
 			}
-			if parts < 20 || turns < 2 || tests < 3 {
-				t.Errorf("%d parts over %d turns with %d test runs; want ≥ 20 over ≥ 2 with ≥ 3", parts, turns, tests)
+			if parts != demoParts || turns < 2 || tests < 3 {
+				t.Errorf("%d parts over %d turns with %d test runs; want %d (make demo's --max-parts) over ≥ 2 with ≥ 3", parts, turns, tests, demoParts)
+			}
+			// The run ends at the budget with the agent's last message, as
+			// a model ends a task: a text answer without tool calls.
+			if last := s.Responses[len(s.Responses)-1]; len(last.Tools) > 0 || last.Text == "" {
+				t.Errorf("%s:%d: the last response must be the agent's closing text, without tool calls", s.Name, last.Line)
 			}
 			if tt.subAgent != "" && subs == 0 {
 				t.Errorf("no %s sub-agent", tt.subAgent)

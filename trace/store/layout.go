@@ -13,6 +13,8 @@ import (
 // TrajectoryPrefix(id):
 //
 //	trajectories/<id>/agent_trace.json             canonical trace (at the end)
+//	trajectories/<id>/agent_trace.index            part index of the trace (at the end; a cache:
+//	                                               readers check it, rebuild it when stale)
 //	trajectories/<id>/repo.bundle                  git bundle of all refs (at the end)
 //	trajectories/<id>/history/<part %08d>.bundle   incremental bundle per checkpoint
 //	trajectories/<id>/chunks/<offset>-….zst        one trace mutation each (names: chunk.Name)
@@ -38,6 +40,7 @@ import (
 const (
 	TrajectoriesDir = "trajectories/"
 	TraceName       = "agent_trace.json"
+	PartIndexName   = "agent_trace.index" // trace.PartIndexPath of TraceName
 	BundleName      = "repo.bundle"
 	HistoryDir      = "history/"
 	ChunksDir       = "chunks/"
@@ -58,6 +61,10 @@ func TrajectoryPrefix(id string) string { return TrajectoriesDir + id + "/" }
 
 // TraceKey is the canonical trace of trajectory id.
 func TraceKey(id string) string { return TrajectoryPrefix(id) + TraceName }
+
+// PartIndexKey is the part index of trajectory id's trace
+// (trace.PartIndexPath).
+func PartIndexKey(id string) string { return TrajectoryPrefix(id) + PartIndexName }
 
 // BundleKey is the final git bundle of trajectory id.
 func BundleKey(id string) string { return TrajectoryPrefix(id) + BundleName }

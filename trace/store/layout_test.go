@@ -6,22 +6,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 )
 
 func TestLayout(t *testing.T) {
 	cases := map[string]string{
-		store.TraceKey("t1"):            "trajectories/t1/agent_trace.json",
-		store.BundleKey("t1"):           "trajectories/t1/repo.bundle",
-		store.HistoryBundleKey("t1", 7): "trajectories/t1/history/00000007.bundle",
-		store.ChunksPrefix("t1"):        "trajectories/t1/chunks/",
-		store.EvaluationKey("t1"):       "trajectories/t1/evaluation.json",
-		store.LogKey("t1", "run.log"):   "trajectories/t1/logs/run.log",
-		store.EvalCacheKey("ab12"):      "evalcache/ab12.json",
-		store.ModelCallsKey("t1"):       "trajectories/t1/model_calls.jsonl",
-		store.ToolCallsKey("t1"):        "trajectories/t1/tool_calls.jsonl",
-		store.RunStateKey("t1"):         "trajectories/t1/logs/run.json",
-		store.SummaryKey("t1"):          "trajectories/t1/summary.json",
+		store.TraceKey("t1"):                 "trajectories/t1/agent_trace.json",
+		store.BundleKey("t1"):                "trajectories/t1/repo.bundle",
+		store.PartIndexKey("t1"):             "trajectories/t1/agent_trace.index",
+		trace.PartIndexPath(store.TraceName): store.PartIndexName,
+		store.HistoryBundleKey("t1", 7):      "trajectories/t1/history/00000007.bundle",
+		store.ChunksPrefix("t1"):             "trajectories/t1/chunks/",
+		store.EvaluationKey("t1"):            "trajectories/t1/evaluation.json",
+		store.LogKey("t1", "run.log"):        "trajectories/t1/logs/run.log",
+		store.EvalCacheKey("ab12"):           "evalcache/ab12.json",
+		store.ModelCallsKey("t1"):            "trajectories/t1/model_calls.jsonl",
+		store.ToolCallsKey("t1"):             "trajectories/t1/tool_calls.jsonl",
+		store.RunStateKey("t1"):              "trajectories/t1/logs/run.json",
+		store.SummaryKey("t1"):               "trajectories/t1/summary.json",
 	}
 	for got, want := range cases {
 		if got != want {

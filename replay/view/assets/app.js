@@ -633,7 +633,7 @@
         clear(body);
         const f = d.file;
         add(body, el("h2", {}, "Code at part " + n), pathCrumb(n, f.path, true), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "")),
-          f.binary ? el("p", { class: "muted" }, "Binary file.") : el("pre", { class: "file", id: "file" }, f.text));
+          f.binary ? el("p", { class: "muted" }, "Binary file.") : codeBlock(f));
       } catch (e) { clear(body); add(body, el("p", { class: "bad" }, e.message)); }
       detail.setAttribute("data-part", n); detail.setAttribute("data-tab", "code");
     }
@@ -656,6 +656,22 @@
       e.fixed.length ? el("div", { class: "fixed" }, "fixed: ", testLinks(e.fixed)) : null,
       el("div", { class: "muted" }, e.prev_change ? el("a", { class: "prev-change", onclick: () => jump(e.prev_change) }, "◀ score changed at part " + e.prev_change) : "no earlier score change",
         " · ", e.next_change ? el("a", { class: "next-change", onclick: () => jump(e.next_change) }, "next change at part " + e.next_change + " ▶") : "no later score change"));
+    }
+
+    // codeBlock shows a file with line numbers; highlighted by the server's
+    // tokens ([class, text]) when it sent them, styled by app.css classes.
+    function codeBlock(f) {
+      const pre = el("pre", { class: "file code" + (f.lines ? " hl" : ""), id: "file" });
+      const lines = f.lines || f.text.split("\n").map((t) => [["", t]]);
+      const frag = document.createDocumentFragment();
+      lines.forEach((toks, i) => {
+        const line = el("span", { class: "line" }, el("span", { class: "ln" }, String(i + 1)));
+        for (const [c, t] of toks) line.appendChild(c ? el("span", { class: "t-" + c }, t) : document.createTextNode(t));
+        line.appendChild(document.createTextNode("\n"));
+        frag.appendChild(line);
+      });
+      pre.appendChild(frag);
+      return pre;
     }
 
     async function showTests(body) {

@@ -27,9 +27,11 @@ func (f Folders) StderrDir() string { return filepath.Join(f.StateDir, "stderr")
 
 // Mounts creates the folders and returns what an isolated sandbox shows
 // of the harness: its binary read-only at /opt/NAME/bin/BASE, its
-// configuration at /opt/NAME/config and stderr at /opt/NAME/stderr
-// (written by the harness), and the home folder as the sandbox's HOME.
-// Nothing else of the state folder is shown.
+// configuration, HOME and stderr folders (written by the harness) at
+// /opt/NAME/config, /opt/NAME/home and /opt/NAME/stderr. The adapter sets
+// HOME to the home folder: the sandbox's own HOME is a private tmpfs
+// (a container refuses a second mount at its path). Nothing else of the
+// state folder is shown.
 func (f Folders) Mounts(name, binary string) ([]sandbox.Mount, error) {
 	for _, d := range []string{f.ConfigDir(), f.HomeDir(), f.StderrDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -44,5 +46,5 @@ func (f Folders) Mounts(name, binary string) ([]sandbox.Mount, error) {
 	return append(out,
 		sandbox.Mount{Host: f.ConfigDir(), Inside: opt + "/config", Writable: true},
 		sandbox.Mount{Host: f.StderrDir(), Inside: opt + "/stderr", Writable: true},
-		sandbox.Mount{Host: f.HomeDir(), Inside: sandbox.InsideHome, Writable: true}), nil
+		sandbox.Mount{Host: f.HomeDir(), Inside: opt + "/home", Writable: true}), nil
 }

@@ -1,4 +1,4 @@
-package view
+package trace
 
 import (
 	"errors"
@@ -11,14 +11,18 @@ var (
 	errShort  = errors.New("JSON value cut short")
 )
 
-// objectFields calls fn with each key and raw value of the JSON object in
+// The byte-level JSON walking of ScanOffsets and ObjectFields (moved here
+// from the viewer's index, its first user: one owner for reading a trace
+// by byte offset).
+
+// ObjectFields calls fn with each key and raw value of the JSON object in
 // data, without decoding the values: indexing reads a handful of small
 // fields of each part and skips its content, which is most of its bytes,
 // at memory speed instead of through encoding/json. data must be a valid
 // JSON object (the decoder that cut it out has checked it); keys with
 // escapes are passed still escaped, which never matches the plain keys
 // the index asks for.
-func objectFields(data []byte, fn func(key, val []byte) error) error {
+func ObjectFields(data []byte, fn func(key, val []byte) error) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errSyntax
