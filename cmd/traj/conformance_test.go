@@ -317,7 +317,7 @@ type atifDocument struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	} `json:"agent"`
-	Steps []struct {
+	Entries []struct {
 		Source    string `json:"source"`
 		Message   string `json:"message"`
 		Reasoning string `json:"reasoning_content"`
@@ -367,7 +367,7 @@ func checkATIF(t *testing.T, st, id, name, version string, tr *trace.Trace, want
 	var got counts
 	var walk func(d atifDocument, sub bool)
 	walk = func(d atifDocument, sub bool) {
-		for i, s := range d.Steps {
+		for i, s := range d.Entries {
 			if sub && i == 0 && (s.Source != "user" || s.Message == "") {
 				t.Errorf("sub-agent trajectory without its prompt: %+v", s)
 			}
