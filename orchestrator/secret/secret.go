@@ -208,6 +208,7 @@ func (r *Redactor) Part(p *trace.Part) {
 		cs.str(&c.Path)
 		cs.str(&c.Timestamp)
 		cs.str(&c.CallID)
+		cs.str(&c.ToolCallID)
 		cs.raw(&c.Result)
 		if c.Error != nil {
 			e := *c.Error
@@ -216,6 +217,7 @@ func (r *Redactor) Part(p *trace.Part) {
 		}
 		return c, cs.changed
 	})
+	p.GatewayCalls = r.GatewayCalls(p.GatewayCalls)
 	p.GroundTruth, _ = each(p.GroundTruth, func(g trace.GroundTruth) (trace.GroundTruth, bool) {
 		gs := &scrub{r: r}
 		for _, f := range []*string{&g.Commit, &g.Tree, &g.Timestamp, &g.CacheKey, &g.Error} {
@@ -289,4 +291,18 @@ func (w *redactingWriter) AppendPart(p *trace.Part) error {
 func (w *redactingWriter) EndTurn(end trace.TurnEnd) error {
 	end.TrailingParts, _ = each(end.TrailingParts, w.r.raw)
 	return w.Writer.EndTurn(end)
+}
+
+// GatewayCalls returns calls with every secret replaced (a part's and
+// session_end's tool gateway calls); the slice given is not changed.
+func (r *Redactor) GatewayCalls(calls []trace.GatewayCall) []trace.GatewayCall {
+	out, _ := each(calls, func(c trace.GatewayCall) (trace.GatewayCall, bool) {
+		cs := &scrub{r: r}
+		for _, f := range []*string{&c.ToolCallID, &c.Tool, &c.Start, &c.Text} {
+			cs.str(f)
+		}
+		cs.raw(&c.Arguments)
+		return c, cs.changed
+	})
+	return out
 }
