@@ -115,3 +115,41 @@ func (d *harnessATIF) count(t *testing.T) (msgs, calls, observed int) {
 	}
 	return msgs, calls, observed
 }
+
+// TestParquetEveryHarness exports each harness's reader fixture to
+// Parquet and reads the parts table back with DuckDB: the parts with
+// text, tool name, input and output are those the harness's reader finds
+// (every tool part has a name and input; Codex's silent writes no output).
+func TestParquetEveryHarness(t *testing.T) {
+	for _, tc := range []struct {
+		harness                             string
+		parts, text, tools, inputs, outputs int
+	}{
+		{harness: "opencode", parts: 9, text: 4, tools: 4, inputs: 4, outputs: 4},
+		{harness: "claude-code", parts: 25, text: 9, tools: 16, inputs: 16, outputs: 16},
+		{harness: "codex", parts: 23, text: 7, tools: 16, inputs: 16, outputs: 6},
+	} {
+		t.Run(tc.harness, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "pq")
+			if _, err := export.Run(t.Context(), []string{harnessFixture(tc.harness)}, export.Options{Format: export.FormatParquet, Out: out, StoreURL: t.TempDir(), Version: "test"}); err != nil {
+				t.Fatalf("export: %v", err)
+			}
+			files, _ := filepath.Glob(filepath.Join(out, "parts", "*.parquet"))
+			if len(files) != 1 {
+				t.Fatalf("parts tables written: %v, want one", files)
+			}
+			res := duckdb(t, `SELECT count(*) AS parts,
+				count(*) FILTER (WHERE coalesce(trim(text), '') <> '') AS text,
+				count(*) FILTER (WHERE coalesce(tool, '') <> '') AS tools,
+				count(*) FILTER (WHERE coalesce(tool_input, '') NOT IN ('', 'null', '{}')) AS inputs,
+				count(*) FILTER (WHERE coalesce(tool_output, '') <> '') AS outputs
+				FROM read_parquet(`+sqlPath(files[0])+`)`)
+			row := res[0][0]
+			for col, want := range map[string]int{"parts": tc.parts, "text": tc.text, "tools": tc.tools, "inputs": tc.inputs, "outputs": tc.outputs} {
+				if got, _ := num(t, row[col]); int(got) != want {
+					t.Errorf("%s = %v, want %d", col, row[col], want)
+				}
+			}
+		})
+	}
+}
