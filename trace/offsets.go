@@ -112,6 +112,21 @@ func (s *byteStream) expect(c byte) error {
 	return nil
 }
 
+// openArray opens the array that is the next value, or skips the value
+// when it is not one (null): whether an array was opened.
+func (s *byteStream) openArray() (bool, error) {
+	c, err := s.peek()
+	if err != nil {
+		return false, err
+	}
+	if c != '[' {
+		_, _, err := s.value()
+		return false, err
+	}
+	s.pos++
+	return true, nil
+}
+
 // value returns the next JSON value's bytes (valid until the next read)
 // and its file offset.
 func (s *byteStream) value() ([]byte, int64, error) {
@@ -216,19 +231,14 @@ func (sc *offsetScanner) doc(from ScanFrom) error {
 			return err
 		}
 		if k == "turns" {
-			c, err := sc.s.peek()
+			opened, err := sc.s.openArray()
 			if err != nil {
 				return err
 			}
-			if c != '[' {
-				if _, _, err := sc.s.value(); err != nil { // null
+			if opened {
+				if err := sc.turnList(true); err != nil {
 					return err
 				}
-				continue
-			}
-			sc.s.pos++
-			if err := sc.turnList(true); err != nil {
-				return err
 			}
 			continue
 		}
@@ -279,19 +289,14 @@ func (sc *offsetScanner) turnRest(ti int, first bool) error {
 			return err
 		}
 		if k == "parts" {
-			c, err := sc.s.peek()
+			opened, err := sc.s.openArray()
 			if err != nil {
 				return err
 			}
-			if c != '[' {
-				if _, _, err := sc.s.value(); err != nil { // null
+			if opened {
+				if err := sc.parts(ti, true); err != nil {
 					return err
 				}
-				continue
-			}
-			sc.s.pos++
-			if err := sc.parts(ti, true); err != nil {
-				return err
 			}
 			continue
 		}
