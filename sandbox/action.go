@@ -166,27 +166,7 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, error) {
 	name := "traj-action-" + randomSuffix()
 	env := insideEnv(Options{}, ServiceSpec{})
-	args := append([]string(nil), a.engine.Args...)
-	args = append(args, "run", "--rm", "-i=false", "--name", name, "--hostname", "traj-sandbox",
-		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only", "--network", "none",
-		"--tmpfs", "/tmp:rw,exec,mode=1777", "--tmpfs", InsideHome+":rw,exec,mode=0755", "--init=false")
-	if l := a.opts.Limits; l.Memory > 0 {
-		m := strconv.FormatInt(l.Memory, 10)
-		args = append(args, "--memory", m, "--memory-swap", m)
-	}
-	if l := a.opts.Limits; l.CPUs > 0 {
-		args = append(args, "--cpus", strconv.FormatFloat(l.CPUs, 'f', -1, 64))
-	}
-	if l := a.opts.Limits; l.Processes > 0 {
-		args = append(args, "--pids-limit", strconv.Itoa(l.Processes))
-	}
-	for _, m := range act.Mounts {
-		mode := "ro"
-		if m.Writable {
-			mode = "rw"
-		}
-		args = append(args, "-v", m.Host+":"+m.Inside+":"+mode)
-	}
+	args := containerRunArgs(a.engine.Args, name, "none", a.opts.Limits, act.Mounts, "-i=false")
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
 	}

@@ -180,32 +180,11 @@ func (ct *Container) StartService(ctx context.Context, spec ServiceSpec) (Servic
 	spec = ct.insideSpec(spec)
 	name := "traj-" + sanitize(filepath.Base(ct.dir)) + "-" + sanitize(spec.Name) + "-" + randomSuffix()
 	env := insideEnv(ct.opts, spec)
-	args := append([]string(nil), ct.engine.Args...)
-	args = append(args, "run", "--rm", "--name", name, "--hostname", "traj-sandbox",
-		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
-		"--tmpfs", "/tmp:rw,exec,mode=1777", "--tmpfs", InsideHome+":rw,exec,mode=0755", "--init=false")
+	network := "none"
 	if ct.opts.Network == NetworkFull {
-		args = append(args, "--network", "host")
-	} else {
-		args = append(args, "--network", "none")
+		network = "host"
 	}
-	if l := ct.opts.Limits; l.Memory > 0 {
-		m := strconv.FormatInt(l.Memory, 10)
-		args = append(args, "--memory", m, "--memory-swap", m)
-	}
-	if l := ct.opts.Limits; l.CPUs > 0 {
-		args = append(args, "--cpus", strconv.FormatFloat(l.CPUs, 'f', -1, 64))
-	}
-	if l := ct.opts.Limits; l.Processes > 0 {
-		args = append(args, "--pids-limit", strconv.Itoa(l.Processes))
-	}
-	for _, m := range ct.table {
-		mode := "ro"
-		if m.Writable {
-			mode = "rw"
-		}
-		args = append(args, "-v", m.Host+":"+m.Inside+":"+mode)
-	}
+	args := containerRunArgs(ct.engine.Args, name, network, ct.opts.Limits, ct.table)
 	args = append(args, "-v", ct.bridge.in+":"+bridgeIn+":rw", "-v", ct.bridge.out+":"+bridgeOut+":ro")
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
@@ -245,4 +224,36 @@ func sanitize(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// containerRunArgs is the engine's `run` command line up to the mounts,
+// the same for a service's container and an action's: a read-only root,
+// no capabilities, a private /tmp and HOME, the network given, the limits
+// and the mounts (read-only unless writable). extra flags go after --rm.
+func containerRunArgs(engineArgs []string, name, network string, l Limits, mounts []Mount, extra ...string) []string {
+	args := append([]string(nil), engineArgs...)
+	args = append(args, "run", "--rm")
+	args = append(args, extra...)
+	args = append(args, "--name", name, "--hostname", "traj-sandbox",
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
+		"--tmpfs", "/tmp:rw,exec,mode=1777", "--tmpfs", InsideHome+":rw,exec,mode=0755", "--init=false",
+		"--network", network)
+	if l.Memory > 0 {
+		m := strconv.FormatInt(l.Memory, 10)
+		args = append(args, "--memory", m, "--memory-swap", m)
+	}
+	if l.CPUs > 0 {
+		args = append(args, "--cpus", strconv.FormatFloat(l.CPUs, 'f', -1, 64))
+	}
+	if l.Processes > 0 {
+		args = append(args, "--pids-limit", strconv.Itoa(l.Processes))
+	}
+	for _, m := range mounts {
+		mode := "ro"
+		if m.Writable {
+			mode = "rw"
+		}
+		args = append(args, "-v", m.Host+":"+m.Inside+":"+mode)
+	}
+	return args
 }
