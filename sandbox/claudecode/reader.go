@@ -24,26 +24,11 @@ var _ agent.Reader = Reader{}
 // lines whose id is id (a line with several blocks makes a part per
 // block, "UUID:i"); with no id, the first counted part.
 func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part, bool) {
-	var (
-		got   agent.Part
-		found bool
-	)
-	t := newTranslator("", nil, &accounting{}, nil, func(ev agent.Event) {
-		if ev.Kind != agent.EventPart || ev.Part == nil {
-			return
-		}
-		if ev.Part.ID == id || id == "" && (!found || got.ID == ev.Part.ID) && ev.Part.Kind.Counted() {
-			got, found = *ev.Part, true
-		}
+	counted := func(p agent.Part) bool { return p.Kind.Counted() }
+	return cliturn.ReplayPart(id, kind, raw, counted, func(emit func(agent.Event)) func(json.RawMessage) {
+		t := newTranslator("", nil, &accounting{}, nil, emit)
+		return func(l json.RawMessage) { t.Line(l) }
 	})
-	for _, l := range cliturn.Lines(raw) {
-		t.Line(l)
-	}
-	if !found {
-		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
-	}
-	got.Raw, got.SessionID = raw, ""
-	return got, true
 }
 
 // Session implements agent.Reader: the init line names the root session

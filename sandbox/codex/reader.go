@@ -35,27 +35,15 @@ func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part,
 	if i := strings.LastIndexByte(id, ':'); i > 0 {
 		msg = id[:i]
 	}
-	var (
-		got   agent.Part
-		found bool
-	)
-	t := &translator{msgID: msg, st: &persisted{}, save: func() error { return nil }, log: discard,
-		pending: map[string]json.RawMessage{}, started: true, emit: func(ev agent.Event) {
-			if ev.Kind != agent.EventPart || ev.Part == nil {
-				return
-			}
-			if ev.Part.ID == id || id == "" && (!found || got.ID == ev.Part.ID) {
-				got, found = *ev.Part, true
-			}
-		}}
-	for _, l := range cliturn.Lines(raw) {
-		t.Line(l)
+	p, ok := cliturn.ReplayPart(id, kind, raw, nil, func(emit func(agent.Event)) func(json.RawMessage) {
+		t := &translator{msgID: msg, st: &persisted{}, save: func() error { return nil }, log: discard,
+			pending: map[string]json.RawMessage{}, started: true, emit: emit}
+		return func(l json.RawMessage) { t.Line(l) }
+	})
+	if ok {
+		p.Usage = nil
 	}
-	if !found {
-		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
-	}
-	got.Raw, got.SessionID, got.Usage = raw, "", nil
-	return got, true
+	return p, ok
 }
 
 // Session implements agent.Reader. Codex's thread.started names Codex's

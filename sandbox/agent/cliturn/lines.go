@@ -1,6 +1,10 @@
 package cliturn
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/trajlab/traj/sandbox/agent"
+)
 
 // Lines splits a part a CLI adapter recorded into its stdout lines: a
 // JSON array of lines (a tool call and its result), or one line.
@@ -12,4 +16,35 @@ func Lines(raw json.RawMessage) []json.RawMessage {
 		}
 	}
 	return []json.RawMessage{raw}
+}
+
+// ReplayPart is how a CLI adapter's reader finds a recorded part again:
+// newLine builds the adapter's translator around emit and returns its
+// line reader; raw's lines go through it, and the part emitted with id
+// is returned (with no id, the first part accept takes, and later
+// emissions of that part). The part keeps raw verbatim and no session
+// (the trace's part names it). ok is false when no such part was
+// emitted: the part then carries only id, kind and raw.
+func ReplayPart(id string, kind agent.Kind, raw json.RawMessage, accept func(agent.Part) bool,
+	newLine func(emit func(agent.Event)) func(json.RawMessage)) (agent.Part, bool) {
+	var (
+		got   agent.Part
+		found bool
+	)
+	line := newLine(func(ev agent.Event) {
+		if ev.Kind != agent.EventPart || ev.Part == nil {
+			return
+		}
+		if ev.Part.ID == id || id == "" && (!found || got.ID == ev.Part.ID) && (accept == nil || accept(*ev.Part)) {
+			got, found = *ev.Part, true
+		}
+	})
+	for _, l := range Lines(raw) {
+		line(l)
+	}
+	if !found {
+		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
+	}
+	got.Raw, got.SessionID = raw, ""
+	return got, true
 }
