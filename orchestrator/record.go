@@ -168,13 +168,14 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	}
 	rec := s.Recorded
 	pub := folder.NewHistoryPublisher(p.ID, p.Dir, repo, enq, rec.LastBundled, log)
+	ledger := newGatewayLedger(ag.ToolGateway)
 	loop := engine.NewLoop(engine.LoopConfig{StartPart: rec.Parts, StartTurn: rec.Turns,
 		RootSessionID: ag.Root.ID, RootSession: ag.Root, Task: s.Task,
 		MaxParts: opts.MaxParts, StartCommit: head.String(), AbortGrace: opts.AbortGrace, MaxEmptyTurns: opts.MaxEmptyTurns,
 		StallTimeout: opts.StallTimeout,
 		Now:          opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
-		GatewayCalls: newGatewayLedger(ag.ToolGateway),
+		GatewayCalls: ledger,
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -199,7 +200,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// the workspace behind it.
 	stopAgent()
 	f := finisher{opts: opts, s: s, state: state, repo: repo, w: w, up: up, pub: pub, sc: sc,
-		gateway: newGatewayLedger(ag.ToolGateway)}
+		gateway: ledger, redact: secret.NewRedactor(ag.Secrets)}
 	return f.finish(ctx, out, loopErr)
 }
 
@@ -279,6 +280,9 @@ type finisher struct {
 	// gateway is the tool gateway's ledger (nil without one): the calls
 	// no part claimed go on session_end.
 	gateway engine.GatewayCalls
+	// redact clears secrets from what session_end carries of the agent's
+	// (the gateway calls; parts are redacted as they are written).
+	redact *secret.Redactor
 }
 
 // finish ends the trajectory: final checkpoint, session_end, bundle,
@@ -330,7 +334,7 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 		EndedAt: trace.Timestamp(f.opts.Now()), Detail: out.Detail, GroundTruth: truth}
 	if f.gateway != nil {
 		// The harness is stopped: no part can claim a call any more.
-		end.GatewayCalls = f.gateway.Unclaimed(time.Now().Add(time.Hour))
+		end.GatewayCalls = f.redact.GatewayCalls(f.gateway.Unclaimed(time.Now().Add(time.Hour)))
 	}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost

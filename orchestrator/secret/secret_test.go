@@ -130,3 +130,30 @@ func BenchmarkRedactPart(b *testing.B) {
 		r.Part(&cp)
 	}
 }
+
+// TestRedactGatewayCalls: the calls session_end carries (made outside
+// the harness, so no part claimed them) lose every secret, in every
+// field; the caller's slice is left as it was.
+func TestRedactGatewayCalls(t *testing.T) {
+	const s = "gw-secret-0123456789"
+	in := []trace.GatewayCall{{ToolCallID: "id-" + s, Tool: "run_tests " + s, Arguments: json.RawMessage(`{"path":"` + s + `"}`),
+		Start: s, Text: "answer " + s}, {ToolCallID: "clean", Tool: "run_tests", Text: "ok"}}
+	before, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := NewRedactor([]string{s}).GatewayCalls(in)
+	got, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(got, []byte(s)) || strings.Count(string(got), Redacted) != 5 {
+		t.Errorf("redacted calls: %s", got)
+	}
+	if after, _ := json.Marshal(in); !bytes.Equal(after, before) {
+		t.Errorf("the caller's calls changed: %s", after)
+	}
+	if out[1].ToolCallID != "clean" || out[1].Text != "ok" {
+		t.Errorf("a call without secrets changed: %+v", out[1])
+	}
+}
