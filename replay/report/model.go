@@ -7,6 +7,7 @@ package report
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
@@ -30,8 +31,13 @@ type Trajectory struct {
 	// TraceID is the trace's own trajectory_id when it disagrees with the
 	// name of its folder; ID is then the folder's name, so two folders
 	// cannot pose as one trajectory.
-	TraceID         string        `json:"trace_id,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	// Agent is the trace's agent field verbatim ("opencode@1.18.33");
+	// Harness and HarnessVersion are it parsed by trace.ParseAgent, so rows
+	// group by harness whatever version recorded them.
 	Agent           string        `json:"agent"`
+	Harness         string        `json:"harness"`
+	HarnessVersion  string        `json:"harness_version,omitempty"`
 	Model           string        `json:"model"`
 	Task            string        `json:"task,omitempty"`
 	Parts           int           `json:"parts"`
@@ -89,6 +95,7 @@ type Point struct {
 func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 	t := Trajectory{
 		ID: tr.TrajectoryID, Agent: tr.Agent, Model: tr.AgentModel, Task: tr.Task,
+		Harness: trace.ParseAgent(tr.Agent).Name, HarnessVersion: trace.ParseAgent(tr.Agent).Version,
 		Turns: len(tr.Turns), StartedAt: tr.StartedAt, Suites: []SuiteRate{}, ByPart: []Point{},
 	}
 	var usage trace.Usage
@@ -242,6 +249,65 @@ func (r Report) EndReasons() []Count {
 		return out[i].Label < out[j].Label
 	})
 	return out
+}
+
+// HarnessRow is one harness's trajectories in a report: how many, the
+// versions that recorded them, and their latest pass rates.
+type HarnessRow struct {
+	Harness      string   `json:"harness"`
+	Versions     []string `json:"versions"`
+	Trajectories int      `json:"trajectories"`
+	// Scored is how many have a pass rate; MeanPassRate is over those.
+	Scored       int      `json:"scored"`
+	MeanPassRate *float64 `json:"mean_pass_rate"`
+	Solved       int      `json:"solved"`
+}
+
+// ByHarness groups r's trajectories by harness name (not by the raw agent
+// field, which carries the version), most trajectories first.
+func (r Report) ByHarness() []HarnessRow {
+	idx := map[string]int{}
+	var rows []HarnessRow
+	sums := []float64{}
+	for _, t := range r.Trajectories {
+		name := t.Harness
+		if name == "" {
+			name = trace.ParseAgent(t.Agent).Name
+		}
+		i, ok := idx[name]
+		if !ok {
+			i = len(rows)
+			idx[name] = i
+			rows = append(rows, HarnessRow{Harness: name, Versions: []string{}})
+			sums = append(sums, 0)
+		}
+		h := &rows[i]
+		h.Trajectories++
+		if v := t.HarnessVersion; v != "" && !slices.Contains(h.Versions, v) {
+			h.Versions = append(h.Versions, v)
+		}
+		if t.PassRate != nil {
+			h.Scored++
+			sums[i] += *t.PassRate
+		}
+		if t.SolvedAt > 0 {
+			h.Solved++
+		}
+	}
+	for i := range rows {
+		sort.Strings(rows[i].Versions)
+		if rows[i].Scored > 0 {
+			m := sums[i] / float64(rows[i].Scored)
+			rows[i].MeanPassRate = &m
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Trajectories != rows[j].Trajectories {
+			return rows[i].Trajectories > rows[j].Trajectories
+		}
+		return rows[i].Harness < rows[j].Harness
+	})
+	return rows
 }
 
 // Count is a labelled number.

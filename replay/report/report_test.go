@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ func f(v float64) *float64 { return &v }
 // from its run_tests calls only.
 func sample() report.Report {
 	return report.Report{Title: "sample <report>", Source: "./runs", Trajectories: []report.Trajectory{
-		{ID: "traj-a", Agent: "opencode", Model: "scripted/a", Task: "c-compiler", Parts: 12, Turns: 3, EndReason: "solved",
+		{ID: "traj-a", Agent: "opencode@1.18.33", Harness: "opencode", HarnessVersion: "1.18.33", Model: "scripted/a", Task: "c-compiler", Parts: 12, Turns: 3, EndReason: "solved",
 			StartedAt: "2026-11-21T10:00:00.000000Z", DurationSeconds: f(3725), Tokens: &trace.Tokens{Input: 120000, Output: 8000}, Cost: f(0.42),
 			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 70, Total: 70, Rate: 1, Part: 12}},
 			PassRate: f(1), RateSource: report.FromEvaluation,
@@ -40,13 +41,13 @@ func sample() report.Report {
 			},
 			Regressions: []replay.Regression{{Test: "basics/smoke/hello.c", BrokenAt: 9, FixedAt: 12}},
 		},
-		{ID: "traj-b", Agent: "opencode", Model: "scripted/b", Parts: 30, Turns: 6, EndReason: "part_limit",
+		{ID: "traj-b", Agent: "claude-code@2.0.14", Harness: "claude-code", HarnessVersion: "2.0.14", Model: "scripted/b", Parts: 30, Turns: 6, EndReason: "part_limit",
 			StartedAt: "2026-11-21T11:00:00.000000Z", DurationSeconds: f(600),
 			Suites:   []report.SuiteRate{{Suite: "basics", Passed: 35, Total: 70, Rate: 0.5, Part: 30}, {Suite: "wacct/chapter_1", Passed: 3, Total: 24, Rate: 0.125, Part: 28}},
 			PassRate: f(38.0 / 94), RateSource: report.FromRunTests,
 			ByPart: []report.Point{{5, 0.1}, {15, 0.3}, {28, 0.4}},
 		},
-		{ID: "traj-c", Agent: "opencode", Model: "scripted/c", Parts: 2, Turns: 1, EndReason: "agent_error", Suites: []report.SuiteRate{}, ByPart: []report.Point{}},
+		{ID: "traj-c", Agent: "opencode@1.18.30", Harness: "opencode", HarnessVersion: "1.18.30", Model: "scripted/c", Parts: 2, Turns: 1, EndReason: "agent_error", Suites: []report.SuiteRate{}, ByPart: []report.Point{}},
 	}}
 }
 
@@ -277,5 +278,45 @@ func TestCollectFromS3(t *testing.T) {
 	}
 	if len(trajs) != 1 || trajs[0].Parts != 5 || trajs[0].RateSource != report.FromRunTests {
 		t.Fatalf("collected %+v", trajs)
+	}
+}
+
+// Rows group by harness name, whatever version recorded them: the raw
+// agent field ("opencode@1.18.33") would split one harness into as many
+// groups as it has versions.
+func TestByHarness(t *testing.T) {
+	rate := func(v float64) *float64 { return &v }
+	tr := func(agent string, pass *float64, solved int) report.Trajectory {
+		r := report.Summarize(&trace.Trace{Agent: agent}, nil)
+		r.PassRate, r.SolvedAt = pass, solved
+		return r
+	}
+	tests := []struct {
+		name string
+		rows []report.Trajectory
+		want []report.HarnessRow
+	}{
+		{"versions merge", []report.Trajectory{tr("opencode@1.18.33", rate(0.5), 0), tr("opencode@1.18.30", rate(1), 4)},
+			[]report.HarnessRow{{Harness: "opencode", Versions: []string{"1.18.30", "1.18.33"}, Trajectories: 2, Scored: 2, MeanPassRate: rate(0.75), Solved: 1}}},
+		{"harnesses apart, most first", []report.Trajectory{tr("codex@0.63.0", nil, 0), tr("claude-code@2.0.14", rate(0.2), 0), tr("claude-code", rate(0.4), 0)},
+			[]report.HarnessRow{
+				{Harness: "claude-code", Versions: []string{"2.0.14"}, Trajectories: 2, Scored: 2, MeanPassRate: rate(0.3)},
+				{Harness: "codex", Versions: []string{"0.63.0"}, Trajectories: 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := report.Report{Trajectories: tc.rows}.ByHarness()
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d rows, want %d: %+v", len(got), len(tc.want), got)
+			}
+			for i, w := range tc.want {
+				g := got[i]
+				if g.Harness != w.Harness || strings.Join(g.Versions, ",") != strings.Join(w.Versions, ",") || g.Trajectories != w.Trajectories ||
+					g.Scored != w.Scored || g.Solved != w.Solved || (g.MeanPassRate == nil) != (w.MeanPassRate == nil) ||
+					(g.MeanPassRate != nil && math.Abs(*g.MeanPassRate-*w.MeanPassRate) > 1e-9) {
+					t.Fatalf("row %d = %+v, want %+v", i, g, w)
+				}
+			}
+		})
 	}
 }

@@ -19,7 +19,11 @@ import (
 func WriteJSON(w io.Writer, r Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	out := struct {
+		Report
+		Harnesses []HarnessRow `json:"harnesses"`
+	}{r, r.ByHarness()}
+	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("write report JSON: %w", err)
 	}
 	return nil
@@ -30,7 +34,7 @@ func WriteJSON(w io.Writer, r Report) error {
 func WriteCSV(w io.Writer, r Report) error {
 	suites := r.suiteNames()
 	cw := csv.NewWriter(w)
-	head := []string{"trajectory_id", "agent", "model", "task", "parts", "turns", "end_reason", "started_at", "duration_seconds",
+	head := []string{"trajectory_id", "agent", "harness", "harness_version", "model", "task", "parts", "turns", "end_reason", "started_at", "duration_seconds",
 		"tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost", "pass_rate", "rate_source", "best_pass_rate", "best_part", "solved_at"}
 	for _, s := range suites {
 		head = append(head, "rate:"+s)
@@ -39,7 +43,7 @@ func WriteCSV(w io.Writer, r Report) error {
 		return fmt.Errorf("write report CSV: %w", err)
 	}
 	for _, t := range r.Trajectories {
-		row := []string{t.ID, t.Agent, t.Model, t.Task, strconv.Itoa(t.Parts), strconv.Itoa(t.Turns), t.EndReason, t.StartedAt, optFloat(t.DurationSeconds, 3)}
+		row := []string{t.ID, t.Agent, t.Harness, t.HarnessVersion, t.Model, t.Task, strconv.Itoa(t.Parts), strconv.Itoa(t.Turns), t.EndReason, t.StartedAt, optFloat(t.DurationSeconds, 3)}
 		if tk := t.Tokens; tk != nil {
 			row = append(row, i64(tk.Input), i64(tk.Output), i64(tk.Reasoning), i64(tk.CacheRead), i64(tk.CacheWrite), i64(tk.Total()))
 		} else {
@@ -96,7 +100,7 @@ func (r Report) suiteNames() []string {
 // scripts, no external resources. With one trajectory that has per-suite
 // results it also shows the per-suite chart and the regressions table.
 func WriteHTML(w io.Writer, r Report) error {
-	v := pageView{Report: r, Single: len(r.Trajectories) == 1}
+	v := pageView{Report: r, Single: len(r.Trajectories) == 1, Harnesses: r.ByHarness()}
 	var overall []series
 	for i, t := range r.Trajectories {
 		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i), End: t.Parts})
@@ -129,10 +133,11 @@ func WriteHTML(w io.Writer, r Report) error {
 
 type pageView struct {
 	Report
-	Single  bool
-	Overall template.HTML
-	Reasons template.HTML
-	Trajs   []trajView
+	Single    bool
+	Harnesses []HarnessRow
+	Overall   template.HTML
+	Reasons   template.HTML
+	Trajs     []trajView
 }
 
 type trajView struct {
@@ -159,8 +164,9 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return strconv.Itoa(p)
 	},
-	"dash":   orDash,
-	"suites": suiteList,
+	"dash":    orDash,
+	"harness": harnessLabel,
+	"suites":  suiteList,
 }).Parse(pageHTML))
 
 func fmtPct(v *float64) string {
@@ -254,11 +260,17 @@ svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
 {{end}}{{end}}
 <h2>End reasons</h2>
 <div class="card" style="display:inline-block">{{.Reasons}}</div>
+{{if not .Single}}<h2>By harness</h2>
+<table>
+<thead><tr><th>harness</th><th>versions</th><th class="num">trajectories</th><th class="num">scored</th><th>mean pass rate</th><th class="num">solved</th></tr></thead>
+<tbody>{{range .Harnesses}}<tr><td>{{dash .Harness}}</td><td>{{range $i, $v := .Versions}}{{if $i}} {{end}}{{$v}}{{else}}–{{end}}</td><td class="num">{{.Trajectories}}</td><td class="num">{{.Scored}}</td><td>{{pct .MeanPassRate}}</td><td class="num">{{.Solved}}</td></tr>{{end}}</tbody>
+</table>
+{{end}}
 <h2>Trajectories</h2>
 <table>
-<thead><tr><th>trajectory</th><th>agent</th><th>model</th><th class="num">parts</th><th class="num">turns</th><th>end reason</th><th class="num">duration</th><th class="num">tokens</th><th class="num">cost</th><th>pass rate</th><th>latest per suite</th></tr></thead>
+<thead><tr><th>trajectory</th><th>harness</th><th>model</th><th class="num">parts</th><th class="num">turns</th><th>end reason</th><th class="num">duration</th><th class="num">tokens</th><th class="num">cost</th><th>pass rate</th><th>latest per suite</th></tr></thead>
 <tbody>
-{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}</td><td>{{dash .Agent}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}</td><td>{{suites .}}</td></tr>
+{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}</td><td>{{dash (harness .)}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}</td><td>{{suites .}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .Single}}{{range .Trajectories}}
@@ -288,17 +300,42 @@ func displayID(t Trajectory) string {
 // WriteText writes a plain table for a terminal.
 func WriteText(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRAJECTORY\tAGENT\tMODEL\tPARTS\tTURNS\tEND\tDURATION\tTOKENS\tCOST\tPASS RATE\tSUITES")
+	fmt.Fprintln(tw, "TRAJECTORY\tHARNESS\tMODEL\tPARTS\tTURNS\tEND\tDURATION\tTOKENS\tCOST\tPASS RATE\tSUITES")
 	for _, t := range r.Trajectories {
 		// Trace fields are agent-controlled: no terminal escapes get through.
 		p := trace.Printable
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p(displayID(t)), p(orDash(t.Agent)), p(orDash(t.Model)), t.Parts, t.Turns,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p(displayID(t)), p(orDash(harnessLabel(t))), p(orDash(t.Model)), t.Parts, t.Turns,
 			p(orDash(t.EndReason)), fmtDur(t.DurationSeconds), fmtTokens(t), fmtMoney(t.Cost), rateWithSource(t), p(orDash(suiteList(t))))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	if len(r.Trajectories) < 2 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HARNESS\tVERSIONS\tTRAJECTORIES\tSCORED\tMEAN PASS RATE\tSOLVED")
+	for _, h := range r.ByHarness() {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\n", trace.Printable(orDash(h.Harness)), trace.Printable(orDash(strings.Join(h.Versions, " "))),
+			h.Trajectories, h.Scored, fmtPct(h.MeanPassRate), h.Solved)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
 	return nil
+}
+
+// harnessLabel is the harness and its version ("opencode 1.18.33"), or the
+// raw agent field when it does not parse.
+func harnessLabel(t Trajectory) string {
+	if t.Harness == "" {
+		return t.Agent
+	}
+	if t.HarnessVersion == "" {
+		return t.Harness
+	}
+	return t.Harness + " " + t.HarnessVersion
 }
 
 // rateWithSource is the pass rate with where it comes from, so rates from
