@@ -198,6 +198,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := makeFolders(ctx, s); err != nil {
 		return nil, err
 	}
+	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer unmount()
 	return Record(ctx, opts, s)
 }
 

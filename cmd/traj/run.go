@@ -53,6 +53,7 @@ type RunCmd struct {
 	CPUs         float64       `name:"cpus" help:"CPU time the sandbox may use, in CPUs (default: no limit)."`
 	Memory       string        `help:"Memory limit for the whole sandbox, e.g. 4g or 512m; 'none' for no limit (default 4g)."`
 	Pids         int           `help:"Most processes and threads at once in the sandbox (default 4096)."`
+	Disk         string        `help:"Disk cap of the workspace, e.g. 4g or 512m: a filesystem image mounted at it (needs root), so the agent's writes beyond it fail with ENOSPC and never fill the disk of the store; 'off' for none (default 4g where traj runs as root, else none; with --resume: the recorded one)."`
 	Network      string        `help:"Network policy: none, gateways (only what traj serves: the model endpoint) or full (the host's). Default: gateways when the model endpoint is on this machine, else full." enum:"none,gateways,full," default:""`
 	PassEnv      []string      `name:"pass-env" help:"Pass this variable from your environment into the sandbox (repeatable). The agent gets only LANG, LC_*, TERM, TZ, the --api-key-env variables and these." placeholder:"NAME"`
 	JSON         bool          `help:"Print progress as JSON lines on stdout (see orchestrator/progress)."`
@@ -87,6 +88,14 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("--memory: %w", err)}
 	}
+	diskCap, err := parseSize(c.Disk)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("--disk: %w", err)}
+	}
+	diskOptional := false
+	if c.Disk == "" && c.Resume == "" {
+		diskCap, diskOptional = orchestrator.DefaultDisk, true
+	}
 	if c.CPUs < 0 || c.Pids < 0 {
 		return &exitError{2, errors.New("--cpus and --pids must not be negative")}
 	}
@@ -99,7 +108,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
 		BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, TestsDir: c.TestsDir,
 		Sandbox: launch.SandboxOptions{Provider: c.Sandbox, Network: sandbox.Network(c.Network), Env: c.PassEnv,
-			Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}},
+			Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}, Disk: diskCap, DiskOptional: diskOptional},
 		Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price,
 		Logger: g.Logger,
 	}
@@ -189,15 +198,15 @@ func printNext(w io.Writer, res *orchestrator.Result, ref string) {
 	}
 }
 
-// parseSize reads a memory size: a number of bytes with an optional k, m,
-// g or t suffix (binary units), "" for the default (0) and "none" for no
-// limit (-1).
+// parseSize reads a memory or disk size: a number of bytes with an
+// optional k, m, g or t suffix (binary units; 4g, 4GiB), "" for the default
+// (0) and "none", "off" or "0" for no limit (-1).
 func parseSize(s string) (int64, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	switch s {
 	case "":
 		return 0, nil
-	case "none", "0":
+	case "none", "off", "0":
 		return -1, nil
 	}
 	mult := int64(1)

@@ -15,6 +15,9 @@ const (
 	// PendingName is the record, in a trajectory folder, of objects the run
 	// could not upload (see package upload).
 	PendingName = "upload_pending.json"
+	// DiskImageName is the workspace's filesystem image in the sandbox
+	// folder, mounted at the workspace when it has a disk limit.
+	DiskImageName = "workspace.img"
 )
 
 // Paths are the local folders of trajectory ID under a work folder.
@@ -32,6 +35,9 @@ func PathsOf(work, id string) Paths {
 	return Paths{ID: id, Dir: filepath.Join(work, filepath.FromSlash(store.TrajectoryPrefix(id))), Sandbox: sb,
 		Workspace: filepath.Join(sb, "workspace")}
 }
+
+// DiskImage is the workspace's filesystem image (see DiskImageName).
+func (p Paths) DiskImage() string { return filepath.Join(p.Sandbox, DiskImageName) }
 
 // TracePath is the local agent_trace.json.
 func (p Paths) TracePath() string { return filepath.Join(p.Dir, store.TraceName) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/sandbox/harness"
 )
 
@@ -27,6 +28,14 @@ type SandboxOptions struct {
 	// Env names variables of traj's environment the agent gets besides
 	// the allowlist (LANG, LC_*, TERM, TZ) and the API-key variables.
 	Env []string `json:"env,omitempty"`
+	// Disk caps the workspace in bytes: a filesystem image mounted at it
+	// (package sandbox/disk), so the agent's writes beyond it fail with
+	// ENOSPC inside the sandbox. 0 is unset (a resume keeps the recorded
+	// one), < 0 no cap.
+	Disk int64 `json:"disk,omitempty"`
+	// DiskOptional: Disk is the default, not asked for; where no image can
+	// be mounted (not root) the run goes on without a cap.
+	DiskOptional bool `json:"disk_optional,omitempty"`
 	// Image and Engine select the container image and engine.
 	Image  string `json:"image,omitempty"`
 	Engine string `json:"engine,omitempty"`
@@ -55,6 +64,14 @@ func (o SandboxOptions) Check() error {
 	default:
 		return fmt.Errorf("--sandbox %q: want bwrap, container or local", o.Provider)
 	}
+	if o.Disk > 0 && !o.DiskOptional {
+		if err := disk.Available(); err != nil {
+			return fmt.Errorf("--disk: %w (--disk off runs without a cap)", err)
+		}
+		if o.Disk < disk.MinSize {
+			return fmt.Errorf("--disk %d: the smallest cap is %d MiB", o.Disk, disk.MinSize>>20)
+		}
+	}
 	switch o.Network {
 	case "", sandbox.NetworkFull, sandbox.NetworkNone, sandbox.NetworkGateways:
 	default:
@@ -77,6 +94,9 @@ func (o SandboxOptions) Or(rec SandboxOptions) SandboxOptions {
 	}
 	if o.Limits.Processes == 0 {
 		o.Limits.Processes = rec.Limits.Processes
+	}
+	if o.Disk == 0 {
+		o.Disk, o.DiskOptional = rec.Disk, rec.DiskOptional
 	}
 	if o.Network == "" {
 		o.Network = rec.Network

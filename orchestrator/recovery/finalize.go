@@ -63,6 +63,13 @@ func Finalize(ctx context.Context, l *folder.Located, opts FinalizeOptions) (*Fi
 	if err := l.CheckNotRunning(); err != nil {
 		return nil, err
 	}
+	if l.State.SandboxDir != "" && l.State.Workspace != "" {
+		unmount, err := orchestrator.AttachWorkspace(ctx, l.State.SandboxDir, l.State.Workspace, opts.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("finalize %s: %w", l.ID, err)
+		}
+		defer unmount()
+	}
 	res := &FinalizeResult{Result: orchestrator.Result{TrajectoryID: l.ID, Dir: l.Dir, Workspace: l.State.Workspace}}
 	if err := recoverTrace(l, opts.Logger); err != nil {
 		return nil, fmt.Errorf("finalize %s: %w", l.ID, err)

@@ -78,6 +78,12 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 	if st.Workspace == "" || st.SandboxDir == "" {
 		return nil, fmt.Errorf("resume %s: run state has no workspace or sandbox folder", id)
 	}
+	paths := folder.Paths{ID: id, Dir: l.Dir, Sandbox: st.SandboxDir, Workspace: st.Workspace}
+	unmount, err := orchestrator.MountWorkspace(ctx, paths, opts.Sandbox, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", id, err)
+	}
+	defer unmount()
 	rec := orchestrator.Recorded{Trace: !fresh, Parts: sum.parts, Turns: sum.turns, Calls: sum.calls}
 	if t := sum.usage.Tokens(); t != nil {
 		rec.Tokens = *t
@@ -92,7 +98,6 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 	}
 	opts.Logger.Info("resuming trajectory", "trajectory_id", id, "parts", sum.parts, "turns", sum.turns,
 		"last_commit", sum.lastCommit, "workspace", st.Workspace)
-	paths := folder.Paths{ID: id, Dir: l.Dir, Sandbox: st.SandboxDir, Workspace: st.Workspace}
 	return orchestrator.Record(ctx, opts, orchestrator.Start{Task: tk, Paths: paths, Store: l.Store, StoreURL: l.StoreURL,
 		InPlace: l.InPlace, StartedAt: st.StartedAt, Recorded: rec})
 }
