@@ -47,6 +47,10 @@ func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions
 	}
 	err := disk.Available()
 	if err == nil {
+		// A resume whose sandbox folder was removed makes it again.
+		err = os.MkdirAll(p.Sandbox, 0o755)
+	}
+	if err == nil {
 		err = disk.Create(ctx, img, o.Disk)
 	}
 	if err != nil {

@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/claudecode"
 	"github.com/trajlab/traj/sandbox/codex"
+	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
 )
@@ -308,6 +310,14 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 	all := func(n int) string { return strings.Join(results[n], "\n") }
 	isolated := a.provider != sandbox.ProviderLocal
 
+	// The workspace lives in its disk image (--disk's default cap), which
+	// the run unmounted when it ended.
+	if img := filepath.Join(filepath.Dir(a.wsHost), folder.DiskImageName); fileExists(img) {
+		if err := disk.Attach(t.Context(), img, a.wsHost); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = disk.Unmount(a.wsHost) })
+	}
 	// Never, in any provider: the workspace configuration, the operator's
 	// environment.
 	for _, m := range a.h.markers {
