@@ -6,13 +6,13 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/report"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // ReportCmd summarises every trajectory in a store (or a folder of
@@ -54,7 +54,7 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 		err   error
 	)
 	if isTrajectoryFolderTree(raw) {
-		trajs, err = report.CollectFolders(raw, g.Logger)
+		trajs, err = report.CollectFolders(ctx, raw, g.Logger)
 	} else {
 		var st store.Store
 		// A report never creates a store: a mistyped folder is an error, not an empty report.
@@ -91,8 +91,7 @@ func isTrajectoryFolderTree(raw string) bool {
 	if fi, err := os.Stat(raw); err != nil || !fi.IsDir() {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(raw, store.TrajectoriesDir))
-	return err != nil
+	return !ref.IsStoreFolder(raw)
 }
 
 // writeReportFile renders r with write and writes it atomically to path.

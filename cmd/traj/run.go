@@ -72,7 +72,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return &exitError{2, errors.New("--max-parts must be > 0")}
 	}
 	if c.Resume != "" {
-		id, work, err := localRef(c.Resume, c.WorkDir)
+		id, work, err := folder.SplitRef(c.Resume, c.WorkDir)
 		if err != nil {
 			return &exitError{2, err}
 		}

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/recovery"
 	"github.com/trajlab/traj/trace"
-	"github.com/trajlab/traj/trace/store"
-	"github.com/trajlab/traj/trace/store/location"
 )
 
 // locateFlags name a trajectory recorded on this machine, as `traj run`
@@ -25,7 +21,7 @@ type locateFlags struct {
 }
 
 func (f locateFlags) locate(ctx context.Context, g *Globals) (*folder.Located, error) {
-	id, work, err := localRef(f.ID, f.WorkDir)
+	id, work, err := folder.SplitRef(f.ID, f.WorkDir)
 	if err != nil {
 		return nil, &exitError{2, err}
 	}
@@ -34,61 +30,6 @@ func (f locateFlags) locate(ctx context.Context, g *Globals) (*folder.Located, e
 		return nil, &exitError{2, err}
 	}
 	return l, nil
-}
-
-// localRef splits a reference to a trajectory recorded on this machine
-// into its id and work dir: a folder <work>/trajectories/<id> (or its
-// agent_trace.json) gives both; anything else is an id, with workDir as
-// given. These commands change the trajectory's own folder, so an s3://
-// URL is refused.
-func localRef(r, workDir string) (id, work string, err error) {
-	switch location.Scheme(r) {
-	case "":
-	case "file":
-		if r, err = location.FilePath(r); err != nil {
-			return "", "", err
-		}
-	default:
-		return "", "", fmt.Errorf("trajectory %q: this command works on the trajectory's folder on this machine (where traj run recorded it); give its id or folder", r)
-	}
-	dir := r
-	if filepath.Base(r) == store.TraceName {
-		dir = filepath.Dir(r)
-	}
-	fi, statErr := os.Stat(dir)
-	isPath := strings.ContainsAny(r, `/\`) || strings.HasSuffix(r, ".json")
-	if statErr != nil || !fi.IsDir() {
-		if isPath {
-			if err := store.ValidateID(r); err != nil {
-				return "", "", fmt.Errorf("%q is neither a trajectory id (%v) nor a trajectory folder", r, err)
-			}
-			return "", "", fmt.Errorf("trajectory folder %q: no such folder", dir)
-		}
-		return r, workDir, nil
-	}
-	if !isPath && !fileExists(filepath.Join(dir, store.RunStateName)) && !fileExists(filepath.Join(dir, store.TraceName)) {
-		return r, workDir, nil // a folder that happens to share the id's name
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", "", fmt.Errorf("trajectory folder %q: %w", dir, err)
-	}
-	parent := filepath.Dir(abs)
-	if filepath.Base(parent)+"/" != store.TrajectoriesDir {
-		return "", "", fmt.Errorf("trajectory folder %s: want <work-dir>/%s<id>", abs, store.TrajectoriesDir)
-	}
-	id, work = filepath.Base(abs), filepath.Dir(parent)
-	if workDir != "" {
-		if w, err := filepath.Abs(workDir); err != nil || w != work {
-			return "", "", fmt.Errorf("trajectory folder %s is not in --work-dir %s", abs, workDir)
-		}
-	}
-	return id, work, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // SyncCmd uploads what a trajectory folder holds and its store lacks: for

@@ -15,6 +15,7 @@ import (
 	"github.com/trajlab/traj/sandbox/xec"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // ErrStillRunning is returned when a command that continues or closes a
@@ -151,4 +152,60 @@ func processAlive(pid int) bool {
 		return false
 	}
 	return strings.Contains(cmdline, "traj")
+}
+
+// SplitRef splits a reference to a trajectory recorded on this machine
+// into its id and work dir: a folder <work>/trajectories/<id> (or its
+// agent_trace.json) gives both; anything else is an id, with workDir as
+// given. These commands change the trajectory's own folder, so an s3://
+// URL is refused. A folder counts when it holds run.json or is a
+// trajectory folder (ref.IsTrajectoryFolder).
+func SplitRef(r, workDir string) (id, work string, err error) {
+	switch location.Scheme(r) {
+	case "":
+	case "file":
+		if r, err = location.FilePath(r); err != nil {
+			return "", "", err
+		}
+	default:
+		return "", "", fmt.Errorf("trajectory %q: this command works on the trajectory's folder on this machine (where traj run recorded it); give its id or folder", r)
+	}
+	dir := r
+	if filepath.Base(r) == store.TraceName {
+		dir = filepath.Dir(r)
+	}
+	fi, statErr := os.Stat(dir)
+	isPath := strings.ContainsAny(r, `/\`) || strings.HasSuffix(r, ".json")
+	if statErr != nil || !fi.IsDir() {
+		if isPath {
+			if err := store.ValidateID(r); err != nil {
+				return "", "", fmt.Errorf("%q is neither a trajectory id (%v) nor a trajectory folder", r, err)
+			}
+			return "", "", fmt.Errorf("trajectory folder %q: no such folder", dir)
+		}
+		return r, workDir, nil
+	}
+	if !isPath && !fileExists(filepath.Join(dir, store.RunStateName)) && !ref.IsTrajectoryFolder(dir) {
+		return r, workDir, nil // a folder that happens to share the id's name
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("trajectory folder %q: %w", dir, err)
+	}
+	parent := filepath.Dir(abs)
+	if filepath.Base(parent)+"/" != store.TrajectoriesDir {
+		return "", "", fmt.Errorf("trajectory folder %s: want <work-dir>/%s<id>", abs, store.TrajectoriesDir)
+	}
+	id, work = filepath.Base(abs), filepath.Dir(parent)
+	if workDir != "" {
+		if w, err := filepath.Abs(workDir); err != nil || w != work {
+			return "", "", fmt.Errorf("trajectory folder %s is not in --work-dir %s", abs, workDir)
+		}
+	}
+	return id, work, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

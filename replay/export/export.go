@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -400,15 +399,9 @@ func exportOne(ctx context.Context, t *ref.Trajectory, opts *Options) (map[strin
 }
 
 func loadEvaluation(ctx context.Context, t *ref.Trajectory) (*replay.Output, error) {
-	var ev *replay.Output
-	err := t.Store.Load(ctx, t.Prefix+store.EvaluationName, func(r io.Reader) error {
-		ev = &replay.Output{}
-		return json.NewDecoder(r).Decode(ev)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	ev := &replay.Output{}
+	found, err := t.LoadEvaluation(ctx, ev)
+	if err != nil || !found {
 		return nil, err
 	}
 	return ev, nil

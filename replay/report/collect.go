@@ -2,20 +2,18 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strings"
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // Store is the part of an artifact store a report reads.
@@ -43,80 +41,47 @@ func Collect(ctx context.Context, st Store, logger *slog.Logger) ([]Trajectory, 
 	return out, nil
 }
 
-// Listed is what one listing of trajectories/ says about a trajectory.
-type Listed struct {
-	TraceSize     int64
-	HasTrace      bool
-	HasSummary    bool
-	HasEvaluation bool
-}
-
-// ListTrajectories lists the trajectories of st in one pass.
-func ListTrajectories(ctx context.Context, st Store) (map[string]*Listed, error) {
-	m := map[string]*Listed{}
-	err := st.List(ctx, store.TrajectoriesDir, func(fi store.FileInfo) error {
-		rest := strings.TrimPrefix(fi.Key, store.TrajectoriesDir)
-		id, name, ok := strings.Cut(rest, "/")
-		if !ok {
-			return nil
-		}
-		l := m[id]
-		if l == nil {
-			l = &Listed{}
-			m[id] = l
-		}
-		switch name {
-		case store.TraceName:
-			l.HasTrace, l.TraceSize = true, fi.Size
-		case store.SummaryName:
-			l.HasSummary = true
-		case store.EvaluationName:
-			l.HasEvaluation = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list trajectories: %w", err)
-	}
-	return m, nil
-}
-
 // CollectSummaries is Collect with the summary files (cost by part, end
 // detail); ids, when not nil, limits it to those trajectories (missing ones
-// are skipped). Rows whose rates come from an evaluation have them in
-// Trajectory; CostByPart always comes from the trace.
+// are skipped). The store's trajectories are ref.List's (a trace or its
+// chunks; one with chunks only, still running or cut off, is read from the
+// trace rebuilt from them when st is a whole store). Rows whose rates come
+// from an evaluation have them in Trajectory; CostByPart always comes from
+// the trace.
 func CollectSummaries(ctx context.Context, st Store, ids []string, logger *slog.Logger) ([]*SummaryFile, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	listed, err := ListTrajectories(ctx, st)
+	listed, err := ref.List(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	if ids == nil {
-		for id, l := range listed {
-			if l.HasTrace {
-				ids = append(ids, id)
-			}
+	all := ids == nil
+	byID := make(map[string]ref.Listed, len(listed))
+	for _, l := range listed {
+		byID[l.ID] = l
+		if all {
+			ids = append(ids, l.ID)
 		}
 	}
-	sort.Strings(ids)
+	ids = slices.Sorted(slices.Values(ids))
 	var out []*SummaryFile
 	for _, id := range ids {
-		l := listed[id]
-		if l == nil || !l.HasTrace {
+		l, ok := byID[id]
+		if !ok {
 			continue
 		}
-		sum, err := summaryFor(ctx, st, id, l, logger)
+		sum, err := summaryFor(ctx, st, l, logger)
 		if err != nil {
 			logger.Warn("skip trajectory: trace unreadable", "trajectory", id, "err", err)
 			continue
 		}
 		if l.HasEvaluation {
-			ev, err := loadEvaluation(ctx, st, id)
+			ev := &replay.Output{}
+			found, err := ref.LoadEvaluation(ctx, st, store.TrajectoryPrefix(id), ev)
 			if err != nil {
 				logger.Warn("ignore evaluation report", "trajectory", id, "err", err)
-			} else if ev != nil {
+			} else if found {
 				sum.Trajectory = sum.withEvaluation(ev)
 			}
 		}
@@ -138,11 +103,16 @@ func checkFolder(t *Trajectory, folderID string, logger *slog.Logger) {
 	t.TraceID, t.ID = t.ID, folderID
 }
 
-// summaryFor reads id's summary when it is current, else summarises the
-// trace (and saves the summary of a finished trajectory when st can).
-func summaryFor(ctx context.Context, st Store, id string, l *Listed, logger *slog.Logger) (*SummaryFile, error) {
+// summaryFor reads l's summary when it is current, else summarises the
+// trace (and saves the summary of a finished trajectory when st can), or
+// the trace rebuilt from its chunks when it has none.
+func summaryFor(ctx context.Context, st Store, l ref.Listed, logger *slog.Logger) (*SummaryFile, error) {
+	id := l.ID
+	if !l.HasTrace {
+		return summaryOfChunks(ctx, st, id)
+	}
 	if l.HasSummary {
-		if s, ok := loadSummary(ctx, st, id, l.TraceSize); ok {
+		if s, ok := loadSummary(ctx, st, id, l.Trace.Size); ok {
 			return s, nil
 		}
 	}
@@ -162,70 +132,73 @@ func summaryFor(ctx context.Context, st Store, id string, l *Listed, logger *slo
 		if err != nil {
 			return err
 		}
-		s = summaryOf(tr, l.TraceSize)
+		s = summaryOf(tr, l.Trace.Size)
 		return nil
 	})
 	return s, err
 }
 
-func loadEvaluation(ctx context.Context, st Store, id string) (*replay.Output, error) {
-	var ev *replay.Output
-	err := st.Load(ctx, store.EvaluationKey(id), func(r io.Reader) error {
-		ev = &replay.Output{}
-		return json.NewDecoder(r).Decode(ev)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+// summaryOfChunks summarises trajectory id of st from the trace its
+// chunks rebuild (a missing chunk cuts it short, as any reader sees it).
+// Nothing is saved: a summary names the trace it was made from.
+func summaryOfChunks(ctx context.Context, st Store, id string) (*SummaryFile, error) {
+	whole, ok := st.(store.Store)
+	if !ok {
+		return nil, fmt.Errorf("no %s, and chunks are not readable here", store.TraceName)
 	}
+	t, err := ref.InStore(whole, "store", id, ref.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return ev, nil
+	path, _, err := t.TracePath(ctx)
+	if err != nil && !errors.Is(err, ref.ErrPartial) {
+		return nil, err
+	}
+	tr, err := replay.ReadTraceFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return summaryOf(tr, 0), nil
 }
 
-// CollectFolders summarises trajectory folders below dir: every folder
-// holding an agent_trace.json, with an evaluation.json beside it when
-// present.
-func CollectFolders(dir string, logger *slog.Logger) ([]Trajectory, error) {
+// CollectFolders summarises the trajectory folders at or below dir
+// (ref.FolderTree: a trace or its chunks), with the evaluation report
+// beside each when present.
+func CollectFolders(ctx context.Context, dir string, logger *slog.Logger) ([]Trajectory, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	ts, err := ref.FolderTree(dir, ref.Options{})
+	if err != nil {
+		return nil, err
+	}
 	var out []Trajectory
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || d.Name() != store.TraceName {
-			return nil
+	for _, rt := range ts {
+		path, _, err := rt.TracePath(ctx)
+		if err != nil && !errors.Is(err, ref.ErrPartial) {
+			logger.Warn("skip trajectory: trace unreadable", "path", rt.Dir, "err", err)
+			continue
 		}
 		tr, err := replay.ReadTraceFile(path)
 		if err != nil {
 			logger.Warn("skip trajectory: trace unreadable", "path", path, "err", err)
-			return nil
+			continue
 		}
-		var ev *replay.Output
-		if data, err := os.ReadFile(filepath.Join(filepath.Dir(path), store.EvaluationName)); err == nil {
-			ev = &replay.Output{}
-			if err := json.Unmarshal(data, ev); err != nil {
-				logger.Warn("ignore evaluation report", "path", path, "err", err)
-				ev = nil
+		ev := &replay.Output{}
+		if found, err := rt.LoadEvaluation(ctx, ev); err != nil || !found {
+			if err != nil {
+				logger.Warn("ignore evaluation report", "path", rt.Dir, "err", err)
 			}
+			ev = nil
 		}
 		t := Summarize(tr, ev)
-		t.Folder = filepath.Dir(path)
+		t.Folder = rt.Dir
 		// In a trajectories/<id>/ layout the folder's name is the id.
 		if parent := filepath.Dir(t.Folder); filepath.Base(parent)+"/" == store.TrajectoriesDir {
 			checkFolder(&t, filepath.Base(t.Folder), logger)
 		}
 		out = append(out, t)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("scan %s for trajectories: %w", dir, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }

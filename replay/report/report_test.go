@@ -239,7 +239,7 @@ func TestCollectFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(mkdir(t, filepath.Join(root, "junk")), "agent_trace.json"), []byte("not json"), 0o644)
-	trajs, err := report.CollectFolders(root, nil)
+	trajs, err := report.CollectFolders(context.Background(), root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,31 +84,17 @@ func (c *catalog) get(id string) (*trajectory, error) {
 	return t, nil
 }
 
-// ids lists the trajectories in the store: every folder under
-// trajectories/ holding a trace, its chunks or its history.
+// ids lists the trajectories in the store (ref.List: a trace or its
+// chunks).
 func (c *catalog) ids(ctx context.Context) ([]string, error) {
-	seen := map[string]bool{}
-	err := c.st.List(ctx, store.TrajectoriesDir, func(fi store.FileInfo) error {
-		rest := strings.TrimPrefix(fi.Key, store.TrajectoriesDir)
-		id, name, ok := strings.Cut(rest, "/")
-		if !ok || seen[id] {
-			return nil
-		}
-		if name == store.TraceName || strings.HasPrefix(name, store.ChunksDir) {
-			seen[id] = true
-		}
-		return nil
-	})
+	listed, err := ref.List(ctx, c.st)
 	if err != nil {
-		return nil, fmt.Errorf("list trajectories in %s: %w", c.storeURL, err)
+		return nil, fmt.Errorf("%s: %w", c.storeURL, err)
 	}
-	out := make([]string, 0, len(seen))
-	for id := range seen {
-		if store.ValidateID(id) == nil {
-			out = append(out, id)
-		}
+	out := make([]string, len(listed))
+	for i, l := range listed {
+		out[i] = l.ID
 	}
-	sort.Strings(out)
 	return out, nil
 }
 
@@ -210,26 +193,22 @@ func updateFromFile(ix *Index, path string) error {
 
 // refreshEval (re)loads the stored evaluate report when it changed.
 func (t *trajectory) refreshEval(ctx context.Context) error {
-	key := t.rt.Prefix + store.EvaluationName
-	fi, err := t.rt.Store.Stat(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
+	stamp, err := t.rt.EvaluationStamp(ctx)
+	if err != nil || stamp == t.evalStamp {
+		return err
+	}
+	if stamp == "" {
 		t.eval, t.evalStamp = nil, ""
 		return nil
 	}
+	var out replay.Output
+	found, err := t.rt.LoadEvaluation(ctx, &out)
 	if err != nil {
 		return err
 	}
-	stamp := fmt.Sprint(fi.Size, fi.ModTime.UnixNano())
-	if stamp == t.evalStamp {
+	if !found { // removed since the stamp was taken
+		t.eval, t.evalStamp = nil, ""
 		return nil
-	}
-	var out replay.Output
-	err = t.rt.Store.Load(ctx, key, func(r io.Reader) error {
-		out = replay.Output{}
-		return json.NewDecoder(r).Decode(&out)
-	})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", t.rt.Store.URI(key), err)
 	}
 	t.eval, t.evalStamp = newEvalData(&out), stamp
 	return nil

@@ -2,7 +2,7 @@
 // `traj trace show` — into the trajectory's objects:
 //
 //	ID                                   an id in the store (--store, TRAJ_STORE, default ./runs)
-//	DIR                                  a trajectory folder (agent_trace.json, repo.bundle, history/, chunks/)
+//	DIR                                  a trajectory folder (holding agent_trace.json or chunks/: IsTrajectoryFolder)
 //	FILE                                 an agent_trace.json path
 //	s3://bucket/prefix/trajectories/ID   a trajectory in an S3 store (query parameters as for the store)
 //
@@ -56,6 +56,9 @@ type Trajectory struct {
 	Prefix string
 	// Where says where it was found, for messages.
 	Where string
+	// Dir is the trajectory's folder on this machine when it was named by
+	// its folder or trace file; "" for a store's trajectory.
+	Dir string
 
 	traceKey string
 	cacheDir string
@@ -159,19 +162,18 @@ func fromFolder(dir string, opts Options) (*Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
-	has := func(name string) bool { _, err := os.Stat(filepath.Join(abs, name)); return err == nil }
-	if !has(store.TraceName) && !has(store.ChunksDir) && !has(store.BundleName) && !has(store.HistoryDir) {
-		if has(store.TrajectoriesDir) {
+	if !IsTrajectoryFolder(abs) {
+		if IsStoreFolder(abs) {
 			return nil, fmt.Errorf("%s is a store, not a trajectory folder: give an id with --store %s: %w", dir, dir, ErrNotFound)
 		}
-		return nil, fmt.Errorf("%s: no such file %s (nor %s, %s or %s): not a trajectory folder: %w",
-			dir, store.TraceName, store.BundleName, store.HistoryDir, store.ChunksDir, ErrNotFound)
+		return nil, fmt.Errorf("%s: no such file %s (nor %s): not a trajectory folder: %w",
+			dir, store.TraceName, store.ChunksDir, ErrNotFound)
 	}
 	st, err := local.Open(abs)
 	if err != nil {
 		return nil, err
 	}
-	return &Trajectory{ID: filepath.Base(abs), Store: st, Where: "folder " + dir, traceKey: store.TraceName, cacheDir: opts.CacheDir}, nil
+	return &Trajectory{ID: filepath.Base(abs), Store: st, Where: "folder " + dir, Dir: abs, traceKey: store.TraceName, cacheDir: opts.CacheDir}, nil
 }
 
 func fromFile(path string, opts Options) (*Trajectory, error) {
@@ -187,7 +189,7 @@ func fromFile(path string, opts Options) (*Trajectory, error) {
 	if err := store.ValidateKey(name); err != nil {
 		return nil, fmt.Errorf("trace file %q: unusable name: %w", path, err)
 	}
-	return &Trajectory{ID: filepath.Base(filepath.Dir(abs)), Store: st, Where: "file " + path, traceKey: name, cacheDir: opts.CacheDir}, nil
+	return &Trajectory{ID: filepath.Base(filepath.Dir(abs)), Store: st, Where: "file " + path, Dir: filepath.Dir(abs), traceKey: name, cacheDir: opts.CacheDir}, nil
 }
 
 // cache is the local folder for this trajectory's downloads.
