@@ -312,7 +312,7 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 
 	// The workspace lives in its disk image (--disk's default cap), which
 	// the run unmounted when it ended.
-	if img := filepath.Join(filepath.Dir(a.wsHost), folder.DiskImageName); fileExists(img) {
+	if img := filepath.Join(filepath.Dir(a.wsHost), folder.DiskImageName); func() bool { _, err := os.Stat(img); return err == nil }() {
 		if err := disk.Attach(t.Context(), img, a.wsHost); err != nil {
 			t.Fatal(err)
 		}
