@@ -312,7 +312,8 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 
 	// The workspace lives in its disk image (--disk's default cap), which
 	// the run unmounted when it ended.
-	if img := filepath.Join(filepath.Dir(a.wsHost), folder.DiskImageName); func() bool { _, err := os.Stat(img); return err == nil }() {
+	img := filepath.Join(filepath.Dir(a.wsHost), folder.DiskImageName)
+	if _, err := os.Stat(img); err == nil {
 		if err := disk.Attach(t.Context(), img, a.wsHost); err != nil {
 			t.Fatal(err)
 		}
