@@ -7,12 +7,13 @@
 // binds the folder after the mount is made.
 //
 // Measured here (Debian, e2fsprogs 1.47, ext4 on a loop device over a file
-// on ext4, 2 cores; light load / load average 34, median of 5): Create of a
-// 4 GiB image takes 0.08 / 0.45 s and allocates 2.2 MiB; Attach 0.17 /
-// 0.35 s; Unmount 0.08 / 0.26 s. No memory beyond the page cache. The image
-// offers 3.5 % less than its size (ext4 metadata; no blocks reserved for
-// root). Mounting needs root (CAP_SYS_ADMIN), mkfs.ext4, mount and a free
-// loop device (/dev/loop-control makes one on demand).
+// on ext4, 2 cores; light load, once / load average 34, median of 5):
+// Create of a 4 GiB image takes 0.08 / 0.45 s and allocates 2.2 MiB;
+// Attach 0.17 / 0.38 s; Unmount 0.08 / 0.28 s; no memory beyond the page
+// cache. The image offers 3.5 % less than its size (ext4 metadata; no
+// blocks reserved for root). Mounting needs root (CAP_SYS_ADMIN),
+// mkfs.ext4, mount and a free loop device (/dev/loop-control makes one on
+// demand).
 package disk
 
 import (
