@@ -12,9 +12,6 @@ const (
 	// SandboxesDir holds each trajectory's sandbox (workspace, harness
 	// state), outside the trajectory folder so it never reaches the store.
 	SandboxesDir = "sandboxes"
-	// PendingName is the record, in a trajectory folder, of objects the run
-	// could not upload (see package upload).
-	PendingName = "upload_pending.json"
 )
 
 // Paths are the local folders of trajectory ID under a work folder.
@@ -37,7 +34,7 @@ func PathsOf(work, id string) Paths {
 func (p Paths) TracePath() string { return filepath.Join(p.Dir, store.TraceName) }
 
 // PendingPath is the local record of objects not uploaded.
-func (p Paths) PendingPath() string { return filepath.Join(p.Dir, PendingName) }
+func (p Paths) PendingPath() string { return filepath.Join(p.Dir, store.PendingName) }
 
 // LogsDir is the trajectory's logs/ folder.
 func (p Paths) LogsDir() string { return filepath.Join(p.Dir, filepath.FromSlash(store.LogsDir)) }
