@@ -245,3 +245,44 @@ func readValidTrace(t *testing.T, dir string) *trace.Trace {
 	}
 	return readTraceFile(t, path)
 }
+
+// TestFinishOutlastsGroundTruth: ground truth of the final tree outlasts
+// the finish's deadline (build.sh sleeps longer than FinishTimeout); the
+// record still closes — session_end, a history bundle git can read, a
+// trace that validates — because the record's deadline starts after
+// ground truth's, and the tree left unevaluated is said to be so.
+func TestFinishOutlastsGroundTruth(t *testing.T) {
+	bin := needOpenCode(t)
+	traj := needTraj(t)
+	if os.Getenv("TRAJ_TESTS_DIR") == "" {
+		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
+	}
+	work := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := orchestrator.Run(ctx, orchestrator.Options{
+		Task: "testdata/tasks/e2e-groundtruth", Model: "scripted/demo", Script: "testdata/e2e-slow-build.jsonl", MaxParts: 4,
+		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
+		AbortGrace: 5 * time.Second, FinishTimeout: 8 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	tr := readValidTrace(t, res.Dir)
+	end := tr.SessionEnd
+	if end == nil || end.FinalGitCommit == "" {
+		t.Fatalf("no session_end with a final commit: %+v", end)
+	}
+	bundle := filepath.Join(res.Dir, "repo.bundle")
+	if out, err := exec.Command("git", "bundle", "verify", bundle).CombinedOutput(); err != nil {
+		t.Fatalf("git bundle verify: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "bundle", "list-heads", bundle).CombinedOutput(); err != nil || !strings.Contains(string(out), end.FinalGitCommit) {
+		t.Fatalf("the bundle does not hold the final commit %s: %v\n%s", end.FinalGitCommit, err, out)
+	}
+	for _, g := range end.GroundTruth {
+		if g.Commit == end.FinalGitCommit && g.Error == "" && g.Total > 0 {
+			t.Fatalf("the final tree was scored although its build outlasts the deadline: %+v", g)
+		}
+	}
+}

@@ -292,19 +292,24 @@ type finisher struct {
 }
 
 // finish ends the trajectory: final checkpoint, session_end, bundle,
-// uploads. It runs under its own deadline even when ctx was cancelled.
+// uploads. It runs under its own deadlines even when ctx was cancelled:
+// one for the final checkpoint, one for ground truth, and one for the
+// record (session_end, bundle, uploads) that starts after ground truth, so
+// a long evaluation queue never leaves the history unwritten.
 func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr error) (*Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), f.opts.FinishTimeout)
-	defer cancel()
 	p, log := f.s.Paths, f.opts.Logger
 	if out.Reason == "" {
 		out.Reason = trace.EndInterrupted
 	}
 	res := &Result{TrajectoryID: p.ID, Dir: p.Dir, Workspace: p.Workspace}
-	final, err := f.repo.Checkpoint(ctx, out.Parts)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(parent), f.opts.FinishTimeout)
+	final, err := f.repo.Checkpoint(cctx, out.Parts)
+	ccancel()
 	// The final tree's ground truth (and what is still queued) lands
 	// before session_end, under its own deadline.
 	truth := f.sc.finish(parent, out.Parts, final, f.opts.FinishTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), f.opts.FinishTimeout)
+	defer cancel()
 	if err != nil {
 		// The trace still closes, at the last recorded commit.
 		log.Error("final checkpoint", "err", err)

@@ -79,8 +79,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// FinishTimeout bounds the final checkpoint, bundle and uploads after
-	// the loop ends (default 5 min).
+	// FinishTimeout bounds each stage of the finish after the loop ends
+	// (default 5 min): the final checkpoint, the ground truth still
+	// queued, and the record (session_end, bundle, uploads).
 	FinishTimeout time.Duration
 	// AbortGrace and MaxEmptyTurns tune the loop (see LoopConfig).
 	AbortGrace    time.Duration
