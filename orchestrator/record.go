@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,10 +67,15 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Workspace: p.Workspace, SandboxDir: p.Sandbox, Checkpoints: filepath.Join(p.Sandbox, folder.CheckpointsName),
 		StartedAt: s.StartedAt, Status: "running", PID: os.Getpid(),
 		Script: absPath(opts.Script), BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs, TestsDir: absPath(opts.TestsDir),
-		HarnessBin: opts.AgentBin, Sandbox: &opts.Sandbox, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
+		HarnessBin: opts.AgentBin, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
 	if strings.ContainsRune(state.HarnessBin, filepath.Separator) {
 		state.HarnessBin = absPath(state.HarnessBin)
 	}
+	sb, err := json.Marshal(opts.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("encode sandbox options: %w", err)
+	}
+	state.Sandbox = sb
 	if err := folder.WriteRunState(p.Dir, state); err != nil {
 		return nil, err
 	}

@@ -349,7 +349,7 @@ func TestFourAtOnce(t *testing.T) {
 		if len(c.res.NotUploaded) == 0 {
 			t.Fatal("no object reported as not uploaded while the store was down")
 		}
-		if _, err := os.Stat(filepath.Join(c.res.Dir, folder.PendingName)); err != nil {
+		if _, err := os.Stat(filepath.Join(c.res.Dir, store.PendingName)); err != nil {
 			t.Fatalf("no record of the objects not uploaded: %v", err)
 		}
 		injected := c.fault.TotalInjected()
@@ -364,8 +364,8 @@ func TestFourAtOnce(t *testing.T) {
 			t.Fatalf("traj sync: %v\n%s", err, out)
 		}
 		n := checkUploaded(t, c.fault, c.res.TrajectoryID, c.res.Dir)
-		if _, err := os.Stat(filepath.Join(c.res.Dir, folder.PendingName)); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s still there after a complete sync (%v)", folder.PendingName, err)
+		if _, err := os.Stat(filepath.Join(c.res.Dir, store.PendingName)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still there after a complete sync (%v)", store.PendingName, err)
 		}
 		// A second sync finds nothing missing and succeeds.
 		if out2, err := exec.Command(traj, "sync", c.res.TrajectoryID, "--work-dir", filepath.Join(root, "down", "work"), "--store", storeDir).CombinedOutput(); err != nil {

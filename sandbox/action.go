@@ -177,9 +177,7 @@ func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, err
 	if err != nil || res.TimedOut || ctx.Err() != nil {
 		// The engine's client died before its container (a timeout):
 		// remove the container.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = a.engine.Command(rctx, "rm", "-f", "-t", "0", name).Run()
+		_, _ = a.engine.Run(context.WithoutCancel(ctx), 30*time.Second, nil, "rm", "-f", "-t", "0", name)
 	}
 	return res, err
 }

@@ -67,13 +67,11 @@ func FindEngine(ctx context.Context, bin string) (image.Engine, string, error) {
 		}
 		e.Env = append(e.Env, "CONTAINERS_CONF="+conf)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if out, err := e.Command(ctx, "info", "--format", "{{.Host.OS}}").CombinedOutput(); err != nil && kind == "podman" {
-		return image.Engine{}, "", fmt.Errorf("%s info: %v: %s", bin, err, strings.TrimSpace(string(out)))
+	if _, err := e.Run(ctx, 30*time.Second, nil, "info", "--format", "{{.Host.OS}}"); err != nil && kind == "podman" {
+		return image.Engine{}, "", err
 	} else if kind == "docker" {
-		if out, err := e.Command(ctx, "info", "--format", "{{.OSType}}").CombinedOutput(); err != nil {
-			return image.Engine{}, "", fmt.Errorf("%s info: %v: %s", bin, err, strings.TrimSpace(string(out)))
+		if _, err := e.Run(ctx, 30*time.Second, nil, "info", "--format", "{{.OSType}}"); err != nil {
+			return image.Engine{}, "", err
 		}
 	}
 	return e, kind, nil
@@ -199,9 +197,7 @@ func (ct *Container) StartService(ctx context.Context, spec ServiceSpec) (Servic
 	// The engine's client may die before its container (SIGKILL after the
 	// grace period): remove the container whatever happened.
 	ct.onStop(func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = ct.engine.Command(ctx, "rm", "-f", "-t", "0", name).Run()
+		_, _ = ct.engine.Run(context.Background(), 30*time.Second, nil, "rm", "-f", "-t", "0", name)
 		return nil
 	})
 	return svc, nil

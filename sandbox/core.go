@@ -117,7 +117,11 @@ func (c *core) Workspace() string     { return c.ws }
 func (c *core) TrajectoryDir() string { return c.dir }
 
 // LogPath is <sandbox folder>/logs/<name>.log, outside every mount.
-func (c *core) LogPath(name string) string { return filepath.Join(c.dir, "logs", name+".log") }
+func (c *core) LogPath(name string) string { return filepath.Join(LogsDir(c.dir), name+".log") }
+
+// LogsDir is the folder of a sandbox folder's process logs (LogPath); traj
+// copies them, redacted, into the trajectory's logs/.
+func LogsDir(sandboxDir string) string { return filepath.Join(sandboxDir, "logs") }
 
 // Path maps a host path through the mount table (every path is itself
 // in the local provider).

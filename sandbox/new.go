@@ -9,8 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
 // Providers, in the order Default tries them.
@@ -79,8 +80,6 @@ func BwrapWorks(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bwrap not found: %s", installAdvice)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	args := []string{"--unshare-all", "--unshare-user", "--uid", InsideUID, "--gid", InsideGID,
 		"--ro-bind", "/usr", "/usr"}
 	for _, d := range []string{"/bin", "/lib", "/lib64"} {
@@ -91,12 +90,14 @@ func BwrapWorks(ctx context.Context) error {
 		}
 	}
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--", "/bin/sh", "-c", "exit 0")
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("bwrap does not work here: %v: %s", err, strings.TrimSpace(string(out)))
+	res, err := xec.Run(ctx, xec.Command{Path: bin, Args: args, Timeout: 10 * time.Second, OutputLimit: 16 << 10, CombineOutput: true})
+	switch {
+	case err != nil:
+		return fmt.Errorf("bwrap does not work here: %w", err)
+	case res.TimedOut:
+		return fmt.Errorf("bwrap does not work here: no exit in 10s")
+	case res.ExitCode != 0:
+		return fmt.Errorf("bwrap does not work here: exit status %d: %s", res.ExitCode, strings.TrimSpace(res.Stdout))
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,14 +70,15 @@ var flagRe = regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9-]*)`)
 
 // RunFlags asks the traj binary which flags `traj run` accepts.
 func RunFlags(ctx context.Context, trajBin string) (map[string]bool, error) {
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, trajBin, "run", "--help")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s run --help: %w: %s", trajBin, err, bytes.TrimSpace(out.Bytes()))
+	res, err := xec.Run(ctx, xec.Command{Path: trajBin, Args: []string{"run", "--help"}, Timeout: time.Minute, OutputLimit: 1 << 20, CombineOutput: true})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s run --help: %w", trajBin, err)
+	case res.ExitCode != 0 || res.TimedOut:
+		return nil, fmt.Errorf("%s run --help: exit status %d: %s", trajBin, res.ExitCode, strings.TrimSpace(res.Stdout))
 	}
 	flags := map[string]bool{}
-	for _, m := range flagRe.FindAllStringSubmatch(out.String(), -1) {
+	for _, m := range flagRe.FindAllStringSubmatch(res.Stdout, -1) {
 		flags[m[1]] = true
 	}
 	if !flags["max-parts"] {
@@ -187,11 +188,14 @@ func (r *Runner) launch(ctx context.Context, slot *Slot, attempt int) (int, erro
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "=== %s %s (attempt %d): traj %q\n", time.Now().UTC().Format(time.RFC3339), slot.Next, attempt, args)
+	// Not xec.Start or xec.Run: the runner reads the child's stdout as a
+	// live stream of events, and stops it with SIGTERM alone, however long
+	// it takes (a `traj run` closing its trace and uploading must never get
+	// a grace-period SIGKILL). It still starts by xec's rule: its own group
+	// (the runner signals it whole) and death with the runner.
 	cmd := exec.Command(r.TrajBin, args...)
 	cmd.Env = append(os.Environ(), r.Env...)
 	cmd.Stderr = logf
-	// Its own group (the runner signals it whole) and death with the
-	// runner: the one rule for traj's children, sandbox/xec's.
 	cmd.SysProcAttr = xec.GroupAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/sandbox/xec"
 	"github.com/trajlab/traj/trace/atomicfile"
 )
 
@@ -222,17 +222,33 @@ func CellOfTask(cellsFile string, index int) (int, error) {
 	return strconv.Atoi(lines[index])
 }
 
-// command runs a scheduler command and returns its stdout; stderr goes
-// into the error.
+// command runs a scheduler command through sandbox/xec (its own process
+// group, killed whole after schedulerTimeout) and returns its stdout;
+// stderr goes into the error.
 func command(ctx context.Context, name string, args ...string) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+	res, err := xec.Run(ctx, xec.Command{Path: name, Args: args, Timeout: schedulerTimeout, OutputLimit: schedulerOutput})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
+	case res.TimedOut:
+		return nil, fmt.Errorf("%s: no answer in %s", name, schedulerTimeout)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+	case res.ExitCode != 0:
+		return nil, fmt.Errorf("%s: exit status %d: %s", name, res.ExitCode, strings.TrimSpace(res.Stderr))
+	case len(res.Stdout) >= schedulerOutput:
+		return nil, fmt.Errorf("%s: more than %d bytes of output", name, schedulerOutput)
 	}
-	return stdout.Bytes(), nil
+	return []byte(res.Stdout), nil
 }
+
+// A scheduler command (sbatch, squeue, sacct, scancel) answers in seconds;
+// a controller that does not answer in minutes is down. Its output is a
+// line per job at most.
+const (
+	schedulerTimeout = 5 * time.Minute
+	schedulerOutput  = 64 << 20
+)
 
 func shellJoin(args []string) string {
 	q := make([]string, len(args))

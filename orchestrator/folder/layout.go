@@ -12,9 +12,6 @@ const (
 	// SandboxesDir holds each trajectory's sandbox (workspace, harness
 	// state), outside the trajectory folder so it never reaches the store.
 	SandboxesDir = "sandboxes"
-	// PendingName is the record, in a trajectory folder, of objects the run
-	// could not upload (see package upload).
-	PendingName = "upload_pending.json"
 	// DiskImageName is the workspace's filesystem image in the sandbox
 	// folder, mounted at the workspace when it has a disk limit.
 	DiskImageName = "workspace.img"
@@ -43,7 +40,7 @@ func (p Paths) DiskImage() string { return filepath.Join(p.Sandbox, DiskImageNam
 func (p Paths) TracePath() string { return filepath.Join(p.Dir, store.TraceName) }
 
 // PendingPath is the local record of objects not uploaded.
-func (p Paths) PendingPath() string { return filepath.Join(p.Dir, PendingName) }
+func (p Paths) PendingPath() string { return filepath.Join(p.Dir, store.PendingName) }
 
 // LogsDir is the trajectory's logs/ folder.
 func (p Paths) LogsDir() string { return filepath.Join(p.Dir, filepath.FromSlash(store.LogsDir)) }

@@ -85,7 +85,7 @@ func Objects(dir, id string) ([]Object, error) {
 		return nil, err
 	}
 	for _, n := range history {
-		if strings.HasSuffix(n, ".bundle") {
+		if store.IsHistoryBundle(n) {
 			if err := add(store.HistoryPrefix(id)+n, filepath.Join(dir, filepath.FromSlash(store.HistoryDir), n), true); err != nil {
 				return nil, err
 			}

@@ -3,10 +3,10 @@ package folder
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/trajlab/traj/trace/store"
 	"path/filepath"
 
-	"github.com/trajlab/traj/orchestrator/launch"
+	"github.com/trajlab/traj/trace/store"
+
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
@@ -35,9 +35,11 @@ type RunState struct {
 	APIKeyEnvs []string `json:"api_key_envs,omitempty"`
 	HarnessBin string   `json:"harness_bin,omitempty"`
 	TestsDir   string   `json:"tests_dir,omitempty"`
-	// Sandbox is the sandbox the run asked for.
-	Sandbox   *launch.SandboxOptions `json:"sandbox,omitempty"`
-	StartedAt string                 `json:"started_at"`
+	// Sandbox is the sandbox the run asked for, as launch.SandboxOptions
+	// encodes it: the folder keeps it whole without knowing how a run is
+	// launched (resume decodes it).
+	Sandbox   json.RawMessage `json:"sandbox,omitempty"`
+	StartedAt string          `json:"started_at"`
 	// Agent is the harness (--agent); "" in run.json of older runs means
 	// opencode. The budgets and price are the model gateway's.
 	Agent     string       `json:"agent,omitempty"`

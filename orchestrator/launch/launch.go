@@ -12,9 +12,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/trajlab/traj/sandbox"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/trajlab/traj/orchestrator/secret"
@@ -141,7 +141,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 				stops[i](ctx)
 			}
 			stopErr = sb.Stop(ctx)
-			secret.CopyLogs(filepath.Join(spec.SandboxDir, "logs"), spec.LogDir, secrets, spec.Logger)
+			secret.CopyLogs(sandbox.LogsDir(spec.SandboxDir), spec.LogDir, secrets, spec.Logger)
 		})
 		return stopErr
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/secret"
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
@@ -167,7 +168,7 @@ func keepLogs(l *folder.Located, log *slog.Logger) {
 		log.Warn("keep logs", "err", err)
 		return
 	}
-	secret.CopyLogs(filepath.Join(l.State.SandboxDir, "logs"), dst, secrets, log)
+	secret.CopyLogs(sandbox.LogsDir(l.State.SandboxDir), dst, secrets, log)
 }
 
 // recoverTrace puts the last good copy of the trace back when the trace

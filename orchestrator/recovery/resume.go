@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // Resume continues trajectory id, whose `traj run` died or ended early
@@ -34,7 +37,10 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, err
 	}
 	st := l.State
-	opts = remembered(opts, st)
+	opts, err = remembered(opts, st)
+	if err != nil {
+		return nil, err
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,7 +110,7 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 
 // remembered fills the run options not given from those the trajectory's
 // run.json recorded.
-func remembered(opts orchestrator.Options, st folder.RunState) orchestrator.Options {
+func remembered(opts orchestrator.Options, st folder.RunState) (orchestrator.Options, error) {
 	if opts.Model == "" {
 		opts.Model = st.Model
 	}
@@ -141,10 +147,14 @@ func remembered(opts orchestrator.Options, st folder.RunState) orchestrator.Opti
 	if opts.TestsDir == "" {
 		opts.TestsDir = st.TestsDir
 	}
-	if st.Sandbox != nil {
-		opts.Sandbox = opts.Sandbox.Or(*st.Sandbox)
+	if len(st.Sandbox) > 0 {
+		var rec launch.SandboxOptions
+		if err := json.Unmarshal(st.Sandbox, &rec); err != nil {
+			return opts, fmt.Errorf("read the sandbox options in %s of %s: %w", store.RunStateName, st.TrajectoryID, err)
+		}
+		opts.Sandbox = opts.Sandbox.Or(rec)
 	}
-	return opts
+	return opts, nil
 }
 
 // restoreWorkspace makes the checkpoint history and the workspace hold the

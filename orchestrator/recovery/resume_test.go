@@ -1,13 +1,16 @@
 package recovery
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -63,7 +66,9 @@ func TestRecordedUsageIncludesSessionEnd(t *testing.T) {
 // not reused.
 func TestResumeRemembersRunOptions(t *testing.T) {
 	st := folder.RunState{Model: "scripted/demo", MaxParts: 40, TimeoutSec: 180, Script: "/s/demo.jsonl",
-		BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, HarnessBin: "/bin/opencode", TestsDir: "/fixtures"}
+		BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, HarnessBin: "/bin/opencode", TestsDir: "/fixtures",
+		Sandbox: json.RawMessage(`{"provider":"bwrap","network":"gateways"}`)}
+	bwrap := launch.SandboxOptions{Provider: "bwrap", Network: "gateways"}
 	tests := []struct {
 		name string
 		in   orchestrator.Options
@@ -71,19 +76,27 @@ func TestResumeRemembersRunOptions(t *testing.T) {
 	}{
 		{"nothing given", orchestrator.Options{},
 			orchestrator.Options{Model: "scripted/demo", MaxParts: 40, Timeout: 180 * time.Second, Script: "/s/demo.jsonl",
-				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/fixtures"}},
-		{"given ones win", orchestrator.Options{MaxParts: 60, Script: "/s/other.jsonl", TestsDir: "/t"},
+				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/fixtures", Sandbox: bwrap}},
+		{"given ones win", orchestrator.Options{MaxParts: 60, Script: "/s/other.jsonl", TestsDir: "/t", Sandbox: launch.SandboxOptions{Provider: "container"}},
 			orchestrator.Options{Model: "scripted/demo", MaxParts: 60, Timeout: 180 * time.Second, Script: "/s/other.jsonl",
-				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/t"}},
+				BaseURL: "http://127.0.0.1:9/v1", APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/t",
+				Sandbox: launch.SandboxOptions{Provider: "container", Network: "gateways"}}},
 		{"another model", orchestrator.Options{Model: "myprov/m"},
 			orchestrator.Options{Model: "myprov/m", MaxParts: 40, Timeout: 180 * time.Second,
-				APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/fixtures"}},
+				APIKeyEnvs: []string{"KEY"}, AgentBin: "/bin/opencode", TestsDir: "/fixtures", Sandbox: bwrap}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := remembered(tt.in, st); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			got, err := remembered(tt.in, st)
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v, %v\nwant %+v", got, err, tt.want)
 			}
 		})
+	}
+	// A run.json whose sandbox options do not decode is refused, not
+	// resumed in another sandbox than the one it asked for.
+	st.Sandbox = json.RawMessage(`{"provider":3}`)
+	if _, err := remembered(orchestrator.Options{}, st); err == nil || !strings.Contains(err.Error(), "sandbox options") {
+		t.Errorf("undecodable sandbox options: %v", err)
 	}
 }

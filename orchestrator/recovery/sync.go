@@ -65,7 +65,7 @@ func Sync(ctx context.Context, l *folder.Located, log *slog.Logger) (SyncReport,
 	if err != nil {
 		return rep, err
 	}
-	up := upload.New(ctx, l.Store, upload.Options{PendingFile: filepath.Join(l.Dir, folder.PendingName), Logger: log})
+	up := upload.New(ctx, l.Store, upload.Options{PendingFile: filepath.Join(l.Dir, store.PendingName), Logger: log})
 	enqueue := func(o folder.Object) {
 		if inStore(ctx, l.Store, o) {
 			rep.Unchanged = append(rep.Unchanged, o.Key)

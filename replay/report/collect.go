@@ -146,7 +146,7 @@ func summaryOfChunks(ctx context.Context, st Store, id string) (*SummaryFile, er
 	if !ok {
 		return nil, fmt.Errorf("no %s, and chunks are not readable here", store.TraceName)
 	}
-	t, err := ref.InStore(whole, "store", id, ref.Options{})
+	t, err := ref.InStore(whole, "store "+whole.URI(""), id, ref.Options{})
 	if err != nil {
 		return nil, err
 	}

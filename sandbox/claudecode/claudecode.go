@@ -61,7 +61,7 @@ func Start(ctx context.Context, sb cliturn.Sandbox, spec agent.Spec) (*agent.Sta
 	if err != nil {
 		return nil, err
 	}
-	version, err := cliturn.Version(bin, "--version")
+	version, err := cliturn.Version(ctx, bin, "--version")
 	if err != nil {
 		return nil, err
 	}

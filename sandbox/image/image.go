@@ -21,6 +21,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
 // Suite is the Debian release the image is built from.
@@ -47,16 +50,34 @@ type Engine struct {
 	Env  []string
 }
 
-// Command is an exec.Cmd for `engine <Args> args…`.
-func (e Engine) Command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, e.Bin, append(append([]string(nil), e.Args...), args...)...)
-	cmd.Env = append(os.Environ(), e.Env...)
-	return cmd
+// Run runs `engine <Args> args…` through sandbox/xec (its own process
+// group, killed whole at timeout) and returns its output, stdout and
+// stderr interleaved; with log set the output streams there instead. An
+// exit status other than 0 is an error carrying the output.
+func (e Engine) Run(ctx context.Context, timeout time.Duration, log io.Writer, args ...string) (string, error) {
+	return run(ctx, xec.Command{Path: e.Bin, Args: append(append([]string(nil), e.Args...), args...),
+		Env: append(os.Environ(), e.Env...), Timeout: timeout, OutputLimit: 64 << 10, CombineOutput: true, Output: log})
+}
+
+// run runs c and turns a failure into an error with its output.
+func run(ctx context.Context, c xec.Command) (string, error) {
+	res, err := xec.Run(ctx, c)
+	out := strings.TrimSpace(res.Stdout)
+	switch {
+	case err != nil:
+		return out, err
+	case res.TimedOut:
+		return out, fmt.Errorf("%s %s: no answer in %s", c.Path, strings.Join(c.Args, " "), c.Timeout)
+	case res.ExitCode != 0:
+		return out, fmt.Errorf("%s %s: exit status %d: %s", c.Path, strings.Join(c.Args, " "), res.ExitCode, out)
+	}
+	return out, nil
 }
 
 // Exists reports whether the engine has image name.
 func Exists(ctx context.Context, e Engine, name string) bool {
-	return e.Command(ctx, "image", "inspect", "--format", "{{.Id}}", name).Run() == nil
+	_, err := e.Run(ctx, time.Minute, nil, "image", "inspect", "--format", "{{.Id}}", name)
+	return err == nil
 }
 
 // Ensure returns Name(), building it first when the engine does not have
@@ -87,6 +108,10 @@ func Ensure(ctx context.Context, e Engine, cacheDir string, log io.Writer) (stri
 	return name, nil
 }
 
+// buildTimeout bounds mmdebstrap and the import (measured: about 60 s
+// and 8 s; a slow mirror takes longer).
+const buildTimeout = 30 * time.Minute
+
 // Build makes the root file system with mmdebstrap and imports it as
 // Name(), whether or not it exists.
 func Build(ctx context.Context, e Engine, cacheDir string, log io.Writer) error {
@@ -100,16 +125,13 @@ func Build(ctx context.Context, e Engine, cacheDir string, log io.Writer) error 
 	defer os.RemoveAll(tmp)
 	tar := filepath.Join(tmp, "rootfs.tar")
 	fmt.Fprintf(log, "building %s: mmdebstrap %s with %s (about a minute)\n", Name(), Suite, strings.Join(Packages, ", "))
-	mm := exec.CommandContext(ctx, "mmdebstrap", "--variant=essential", "--include="+strings.Join(Packages, ","),
-		"--quiet", Suite, tar)
-	mm.Stdout, mm.Stderr = log, log
-	if err := mm.Run(); err != nil {
-		return fmt.Errorf("build image: mmdebstrap: %w", err)
+	_, err = run(ctx, xec.Command{Path: "mmdebstrap", Args: []string{"--variant=essential", "--include=" + strings.Join(Packages, ","),
+		"--quiet", Suite, tar}, Timeout: buildTimeout, Output: log})
+	if err != nil {
+		return fmt.Errorf("build image: %w", err)
 	}
 	fmt.Fprintf(log, "importing %s\n", Name())
-	imp := e.Command(ctx, "import", "--change", `CMD ["/bin/sh"]`, tar, Name())
-	imp.Stdout, imp.Stderr = log, log
-	if err := imp.Run(); err != nil {
+	if _, err := e.Run(ctx, buildTimeout, log, "import", "--change", `CMD ["/bin/sh"]`, tar, Name()); err != nil {
 		return fmt.Errorf("build image: import: %w", err)
 	}
 	return nil

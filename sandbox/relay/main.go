@@ -178,6 +178,12 @@ func handshakeNoCtx(c net.Conn, header string) error {
 // SIGTERM, SIGINT and SIGHUP on, kills it when gone closes (traj died:
 // a container engine keeps a container running without its client), and
 // returns its exit status.
+//
+// Not through sandbox/xec: the relay is the command's parent inside the
+// sandbox and hands it the relay's own stdin, stdout and stderr (the
+// engine's pipes to traj), where xec captures output or sends it to a log;
+// it stays in the relay's process group so the relay's signals reach it as
+// they are passed on, with the parent-death signal as xec would set.
 func run(cmdline []string, gone <-chan struct{}) int {
 	cmd := exec.Command(cmdline[0], cmdline[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

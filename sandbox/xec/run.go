@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -30,6 +31,10 @@ type Command struct {
 	// CombineOutput sends stderr into stdout's buffer, interleaved as the
 	// child wrote them; Result.Stderr stays empty.
 	CombineOutput bool
+	// Output, when set, receives stdout and stderr as the child writes
+	// them (a long build's progress log) instead of the capture: Result's
+	// Stdout and Stderr stay empty.
+	Output io.Writer
 }
 
 // Result is how a Command ended.
@@ -74,6 +79,9 @@ func Run(ctx context.Context, c Command) (Result, error) {
 		stderr = &cappedBuffer{limit: c.OutputLimit}
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if c.Output != nil {
+		cmd.Stdout, cmd.Stderr = c.Output, c.Output
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("start %s: %w", c.Path, err)

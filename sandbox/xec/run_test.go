@@ -129,3 +129,17 @@ func TestRunErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRunOutputStreams: with Output set, both streams reach it as the
+// child writes them (a build's progress), nothing is captured.
+func TestRunOutputStreams(t *testing.T) {
+	var b strings.Builder
+	res, err := Run(context.Background(), Command{Path: "/bin/sh", Args: []string{"-c", "echo out; echo err >&2; exit 2"},
+		Timeout: 10 * time.Second, OutputLimit: 1 << 10, Output: &b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 2 || res.Stdout != "" || res.Stderr != "" || b.String() != "out\nerr\n" {
+		t.Fatalf("result %+v, output %q", res, b.String())
+	}
+}

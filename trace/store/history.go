@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"sort"
-	"strings"
 )
 
 // HistoryBundleKeys lists the incremental bundles under prefix (a
@@ -13,7 +12,7 @@ import (
 func HistoryBundleKeys(ctx context.Context, st Store, prefix string) ([]string, error) {
 	var keys []string
 	err := st.List(ctx, prefix, func(fi FileInfo) error {
-		if strings.HasSuffix(fi.Key, ".bundle") {
+		if IsHistoryBundle(fi.Key) {
 			keys = append(keys, fi.Key)
 		}
 		return nil

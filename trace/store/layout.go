@@ -28,6 +28,10 @@ import (
 //	experiments/<name>/experiment.json             an experiment's spec and its trajectories
 //	probes/<id>                                    write probe of traj run (removed at once)
 //
+// The trajectory folder on the machine that records holds the same names
+// (run.json at its top, not under logs/) and one of its own, never
+// uploaded: upload_pending.json, the objects the run could not upload yet.
+//
 // Chunks and history bundles make a running trajectory durable in the store
 // part by part without re-uploading the growing trace; a reader rebuilds the
 // trace and the repository from them when the final objects are missing.
@@ -53,6 +57,7 @@ const (
 	RunStateName    = "run.json"
 	ExperimentsDir  = "experiments/"
 	ProbesDir       = "probes/"
+	PendingName     = "upload_pending.json"
 )
 
 // TrajectoryPrefix is the folder of one trajectory's objects, with a
@@ -74,6 +79,10 @@ func HistoryPrefix(id string) string { return TrajectoryPrefix(id) + HistoryDir 
 
 // HistoryBundleName is the name of the incremental bundle written at part.
 func HistoryBundleName(part int) string { return fmt.Sprintf("%08d.bundle", part) }
+
+// IsHistoryBundle reports whether name (a key or a file name under
+// history/) is an incremental bundle.
+func IsHistoryBundle(name string) bool { return strings.HasSuffix(name, ".bundle") }
 
 // HistoryBundleKey is the incremental bundle written at the checkpoint of
 // part; lexical order of the keys is part order.

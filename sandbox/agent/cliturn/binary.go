@@ -1,12 +1,16 @@
 package cliturn
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
+
+	"github.com/trajlab/traj/sandbox/xec"
 )
 
 // Binary says where a harness's executable may be.
@@ -78,14 +82,21 @@ func (b Binary) check(p, from string) (string, error) {
 	return abs, nil
 }
 
-// Version runs the binary with args (e.g. --version) and returns the first
+// Version runs the binary with args (e.g. --version, through sandbox/xec:
+// its own process group, killed after a minute) and returns the first
 // word of its output that starts with a digit ("2.1.330 (Claude Code)" →
 // "2.1.330", "codex-cli 0.169.0" → "0.169.0").
-func Version(path string, args ...string) (string, error) {
-	out, err := exec.Command(path, args...).Output()
-	if err != nil {
+func Version(ctx context.Context, path string, args ...string) (string, error) {
+	res, err := xec.Run(ctx, xec.Command{Path: path, Args: args, Timeout: time.Minute, OutputLimit: 64 << 10})
+	switch {
+	case err != nil:
 		return "", fmt.Errorf("%s %v: %w", path, args, err)
+	case res.TimedOut:
+		return "", fmt.Errorf("%s %v: no answer in a minute", path, args)
+	case res.ExitCode != 0:
+		return "", fmt.Errorf("%s %v: exit status %d: %s", path, args, res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
+	out := res.Stdout
 	for _, f := range strings.FieldsFunc(string(out), func(r rune) bool { return unicode.IsSpace(r) || r == '(' || r == ')' }) {
 		if f[0] >= '0' && f[0] <= '9' {
 			return f, nil
