@@ -57,7 +57,7 @@ func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions
 		if !o.DiskOptional {
 			return nil, fmt.Errorf("--disk: %w", err)
 		}
-		log.Warn("the workspace has no disk cap: the agent's files can fill the disk that holds the store (--disk off says so quietly)", "reason", err.Error())
+		log.Warn("the workspace has no disk cap: the agent's files can fill the disk that holds the store (--disk off: no cap, without this warning)", "reason", err.Error())
 		return func() {}, nil
 	}
 	log.Info("workspace disk cap", "bytes", o.Disk, "image", img)
