@@ -15,6 +15,7 @@ import (
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // Where is where an experiment's trajectories live: the store and the
@@ -169,26 +170,17 @@ func inspectAttempt(ctx context.Context, w *Where, id string) (*Attempt, error) 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read run state of %s: %w", id, err)
 	}
-	fi, err := w.Store.Stat(ctx, store.TraceKey(id))
-	switch {
-	case err == nil:
-		a.Started = true
-		if err := readEnd(ctx, w.Store, id, fi.Size, a); err != nil {
+	// In the store by ref's one rule: a trace, or the chunks of one that
+	// never got its final upload.
+	l, inStore, err := ref.Lookup(ctx, w.Store, id)
+	if err != nil {
+		return nil, err
+	}
+	a.Started = a.Started || inStore
+	if l.HasTrace {
+		if err := readEnd(ctx, w.Store, id, l.Trace.Size, a); err != nil {
 			return nil, err
 		}
-	case errors.Is(err, store.ErrNotFound):
-		if !a.Started {
-			// A remote store holds chunks of a trace that never got its final upload.
-			errStop := errors.New("stop")
-			err := w.Store.List(ctx, store.ChunksPrefix(id), func(store.FileInfo) error { return errStop })
-			if errors.Is(err, errStop) {
-				a.Started = true
-			} else if err != nil {
-				return nil, fmt.Errorf("list chunks of %s: %w", id, err)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("stat trace of %s: %w", id, err)
 	}
 	if a.RunState != nil && a.RunState.Status == "running" && a.Reason == "" {
 		if l, err := folder.Locate(ctx, folder.LocateOptions{ID: id, WorkDir: w.WorkDir, StoreImpl: w.Store}); err == nil {

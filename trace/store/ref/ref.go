@@ -140,17 +140,13 @@ func fromStore(ctx context.Context, id, storeURL string, opts Options) (*Traject
 	}
 	t := &Trajectory{ID: id, Store: st, Prefix: store.TrajectoryPrefix(id), Where: "store " + storeURL,
 		traceKey: store.TraceKey(id), cacheDir: opts.CacheDir}
-	found := false
-	err = st.List(ctx, t.Prefix, func(store.FileInfo) error {
-		found = true
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return nil, fmt.Errorf("look up trajectory %s in store %s: %w", id, storeURL, err)
+	_, found, err := Lookup(ctx, st, id)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", storeURL, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("trajectory %q not found in store %s (nothing under %s; choose the store with --store or TRAJ_STORE): %w",
-			id, storeURL, t.Prefix, ErrNotFound)
+		return nil, fmt.Errorf("trajectory %q not found in store %s (no %s nor %s under %s; choose the store with --store or TRAJ_STORE): %w",
+			id, storeURL, store.TraceName, store.ChunksDir, t.Prefix, ErrNotFound)
 	}
 	return t, nil
 }

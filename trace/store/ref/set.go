@@ -74,9 +74,10 @@ type Listed struct {
 	Trace                     store.FileInfo
 	HasTrace, HasChunks       bool
 	HasSummary, HasEvaluation bool
-	HasModelCalls, HasBundle  bool
-	HasHistory                bool
 }
+
+// IsTrajectory is the one rule: a trace or the chunks to rebuild one.
+func (l Listed) IsTrajectory() bool { return l.HasTrace || l.HasChunks }
 
 // List lists the trajectories of st with one listing of trajectories/, in
 // id order. A trajectory is an id with a trace or its chunks (the rule
@@ -103,12 +104,6 @@ func List(ctx context.Context, st Lister) ([]Listed, error) {
 			l.HasSummary = true
 		case name == store.EvaluationName:
 			l.HasEvaluation = true
-		case name == store.ModelCallsName:
-			l.HasModelCalls = true
-		case name == store.BundleName:
-			l.HasBundle = true
-		case strings.HasPrefix(name, store.HistoryDir):
-			l.HasHistory = true
 		}
 		return nil
 	})
@@ -117,12 +112,35 @@ func List(ctx context.Context, st Lister) ([]Listed, error) {
 	}
 	out := make([]Listed, 0, len(m))
 	for id, l := range m {
-		if (l.HasTrace || l.HasChunks) && store.ValidateID(id) == nil {
+		if l.IsTrajectory() && store.ValidateID(id) == nil {
 			out = append(out, *l)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// Lookup applies List's rule to one id of st without listing the store:
+// the trace's Stat, else one listing of its chunks. ok is false when st
+// holds no trajectory id. Only HasTrace, Trace and HasChunks are set.
+func Lookup(ctx context.Context, st store.Store, id string) (l Listed, ok bool, err error) {
+	l.ID = id
+	fi, err := st.Stat(ctx, store.TraceKey(id))
+	switch {
+	case err == nil:
+		l.HasTrace, l.Trace = true, fi
+		return l, true, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return l, false, fmt.Errorf("look up trajectory %s: %w", id, err)
+	}
+	err = st.List(ctx, store.ChunksPrefix(id), func(store.FileInfo) error { return errStop })
+	switch {
+	case errors.Is(err, errStop):
+		l.HasChunks = true
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return l, false, fmt.Errorf("look up trajectory %s: list chunks: %w", id, err)
+	}
+	return l, l.HasChunks, nil
 }
 
 // ListStore opens the store storeURL names (never creating it) and

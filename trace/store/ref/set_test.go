@@ -181,7 +181,6 @@ func TestListFlags(t *testing.T) {
 	traceDir(t, filepath.Join(root, "trajectories", "t1"), "t1")
 	writeFile(t, filepath.Join(root, "trajectories", "t1", store.EvaluationName), "{}")
 	writeFile(t, filepath.Join(root, "trajectories", "t1", store.SummaryName), "{}")
-	writeFile(t, filepath.Join(root, "trajectories", "t1", store.ModelCallsName), "")
 	chunksOnly(t, root, "t2")
 	st, err := local.Open(root)
 	if err != nil {
@@ -195,11 +194,25 @@ func TestListFlags(t *testing.T) {
 		t.Fatalf("List = %+v, want t1 and t2", got)
 	}
 	t1, t2 := got[0], got[1]
-	if t1.ID != "t1" || !t1.HasTrace || t1.Trace.Size == 0 || !t1.HasEvaluation || !t1.HasSummary || !t1.HasModelCalls || t1.HasChunks {
+	if t1.ID != "t1" || !t1.HasTrace || t1.Trace.Size == 0 || !t1.HasEvaluation || !t1.HasSummary || t1.HasChunks {
 		t.Errorf("t1: %+v", t1)
 	}
 	if t2.ID != "t2" || t2.HasTrace || !t2.HasChunks || t2.HasEvaluation {
 		t.Errorf("t2: %+v", t2)
+	}
+	// Lookup applies the same rule to one id; Resolve follows it.
+	writeFile(t, filepath.Join(root, "trajectories", "logs-only", store.LogsDir, "opencode.log"), "x")
+	for _, c := range []struct {
+		id              string
+		ok, trace, chks bool
+	}{{"t1", true, true, false}, {"t2", true, false, true}, {"logs-only", false, false, false}, {"absent", false, false, false}} {
+		l, ok, err := ref.Lookup(ctx, st, c.id)
+		if err != nil || ok != c.ok || l.HasTrace != c.trace || l.HasChunks != c.chks {
+			t.Errorf("Lookup(%s) = %+v, %v, %v", c.id, l, ok, err)
+		}
+		if _, err := ref.Resolve(ctx, c.id, root, ref.Options{}); (err == nil) != c.ok || (err != nil && !errors.Is(err, ref.ErrNotFound)) {
+			t.Errorf("Resolve(%s) = %v, want found %v", c.id, err, c.ok)
+		}
 	}
 	// ListStore keeps the ids asked for that the store holds.
 	ts, err := ref.ListStore(ctx, root, []string{"t2", "never-ran"}, ref.Options{})
