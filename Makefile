@@ -212,7 +212,7 @@ demo: $(DEMO_HARNESS) bwrap build
 export-fixture: setup build
 	tmp=$$(mktemp -d /tmp/traj-demo.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(TRAJ) run --task c-compiler --model scripted/demo --script $(DEMO_SCRIPT) --max-parts 50 \
-		--timeout 15m --trajectory-id demo --store "$$tmp/runs" --quiet && \
+		--timeout 30m --trajectory-id demo --store "$$tmp/runs" --quiet && \
 	$(TRAJ) replay evaluate --trajectory-id demo --store "$$tmp/runs" --output "$$tmp/eval.json" && \
 	cp "$$tmp/runs/trajectories/demo/"{agent_trace.json,evaluation.json,repo.bundle} replay/export/testdata/demo/
 	$(GO) test -count=1 -run TestATIFDemo ./replay/export -update

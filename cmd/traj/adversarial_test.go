@@ -198,13 +198,15 @@ func newAttack(t *testing.T, h advHarness, provider string) *attack {
 	// isolated sandboxes; only the test's decoy store locally (a local
 	// agent that truncates its own live trace is [I]'s concern, not this
 	// test's, and find / over this machine with writes is never run).
-	roots := "/ " + a.decoy + " " + a.store
+	roots, searched := "/ "+a.decoy+" "+a.store, "/"
 	if provider == sandbox.ProviderLocal {
-		roots = a.decoy
+		// Locally find / walks this whole machine (a minute and more);
+		// the fixtures' folder is where it would find them.
+		roots, searched = a.decoy, a.fixtures
 	}
 	cmds := []string{
 		1: `echo "tests dir=[$TRAJ_TESTS_DIR]"; cat "$TRAJ_TESTS_DIR/c-testsuite/expected.txt" 2>&1; cat ` + a.fixtures + `/c-testsuite/expected.txt 2>&1`,
-		2: `find / -maxdepth 7 \( -path /proc -o -path /sys -o -path /dev -o -path /usr \) -prune -o -name expected.txt -print 2>/dev/null | head -20`,
+		2: `find ` + searched + ` -maxdepth 7 \( -path /proc -o -path /sys -o -path /dev -o -path /usr \) -prune -o -name expected.txt -print 2>/dev/null | head -20`,
 		3: `for d in "$TRAJ_TESTS_DIR" ` + a.fixtures + ` /opt/traj/tests; do echo pwned >> "$d/c-testsuite/x.c" 2>/dev/null && echo "FIXTURE-WRITTEN $d"; done; true`,
 		4: `for f in $(find ` + roots + ` \( -path /proc -o -path /sys \) -prune -o \( -name agent_trace.json -o -name run.json \) -print 2>/dev/null); do : > "$f" 2>/dev/null && echo "TRUNCATED $f"; done; true`,
 		5: `mkdir -p ` + a.store + `/evalcache 2>/dev/null && echo '{"passed":100}' > ` + a.store + `/evalcache/poison.json && echo CACHE-POISONED; true`,
@@ -358,6 +360,9 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 		if strings.Contains(all(1), "hidden expectation") {
 			t.Errorf("the fixtures' host path is readable: %s", all(1))
 		}
+		if strings.Contains(all(2), "expected.txt") {
+			t.Errorf("find / found the fixtures: %s", all(2))
+		}
 		if poisonErr == nil {
 			t.Errorf("the evaluation cache was written: %s", all(5))
 		}
@@ -376,9 +381,10 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 	}
 	// Local: what no sandbox means, asserted so that the difference above
 	// cannot silently vanish.
-	if !fixturesChanged || poisonErr != nil || len(decoy) != 0 || !awsRead {
-		t.Errorf("local run: fixtures changed %v, cache poisoned %v, other trace truncated %v, credentials read %v; want all true",
-			fixturesChanged, poisonErr == nil, len(decoy) == 0, awsRead)
+	found := strings.Contains(all(2), a.fixtures+"/c-testsuite/expected.txt")
+	if !fixturesChanged || poisonErr != nil || len(decoy) != 0 || !awsRead || !found {
+		t.Errorf("local run: fixtures changed %v, cache poisoned %v, other trace truncated %v, credentials read %v, fixtures found %v; want all true",
+			fixturesChanged, poisonErr == nil, len(decoy) == 0, awsRead, found)
 	}
 	if !strings.Contains(all(10), "alloc status=0") {
 		t.Errorf("local allocation: %s, want status=0 (no limit)", all(10))

@@ -18,6 +18,7 @@ import (
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // writeIncrementalBundle writes at path the bundle extending a reader that
@@ -55,49 +56,34 @@ func CloneBundles(ctx context.Context, dest, commit string, paths []string) (*gi
 // LocalHistoryBundles lists the history bundles in the trajectory folder
 // dir, in part order.
 func LocalHistoryBundles(dir string) []string {
-	// The pattern is fixed: Glob cannot fail.
-	local, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(store.HistoryDir), "*.bundle"))
+	hist := filepath.Join(dir, filepath.FromSlash(store.HistoryDir))
+	entries, _ := os.ReadDir(hist) // none when unreadable: the store is tried next
+	var local []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && store.IsHistoryBundle(e.Name()) {
+			local = append(local, filepath.Join(hist, e.Name()))
+		}
+	}
 	sort.Strings(local)
 	return local
 }
 
 // HistoryBundles returns the trajectory's incremental bundles in part
 // order: the local history/ folder's, else those in the store, downloaded
-// into tmp.
+// into tmp (trace/store/ref's HistoryPaths).
 func HistoryBundles(ctx context.Context, l *Located, tmp string) ([]string, error) {
 	if local := LocalHistoryBundles(l.Dir); len(local) > 0 {
 		return local, nil
 	}
-	keys, err := store.HistoryBundleKeys(ctx, l.Store, store.HistoryPrefix(l.ID))
+	t, err := ref.InStore(l.Store, "store "+l.StoreURL, l.ID, ref.Options{CacheDir: tmp})
 	if err != nil {
-		return nil, fmt.Errorf("list history bundles in the store: %w", err)
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("no workspace at %s and no history bundles, locally or in the store: %w", l.State.Workspace, fs.ErrNotExist)
-	}
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, key := range keys {
-		p := filepath.Join(tmp, filepath.Base(key))
-		err := l.Store.Load(ctx, key, func(r io.Reader) error {
-			f, err := os.Create(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, r)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("download %s: %w", key, err)
-		}
-		out = append(out, p)
+	paths, err := t.HistoryPaths(ctx)
+	if errors.Is(err, ref.ErrNotFound) {
+		return nil, fmt.Errorf("no workspace at %s and no history bundles, locally or in the store: %w", l.State.Workspace, fs.ErrNotExist)
 	}
-	return out, nil
+	return paths, err
 }
 
 // NewestBundled returns the commit the last bundle of a chain brings

@@ -153,7 +153,7 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 		// that is not a trajectory, a malformed URL.
 		return nil, replay.UsageError("%v", err)
 	}
-	t := &Trajectory{ID: rt.ID, evalStore: rt.Store, evalKey: rt.Prefix + store.EvaluationName, cacheURL: req.StoreURL}
+	t := &Trajectory{ID: rt.ID, evalStore: rt.Store, evalKey: rt.EvaluationKey(), cacheURL: req.StoreURL}
 	tracePath, rebuilt, err := rt.TracePath(ctx)
 	switch {
 	case errors.Is(err, ref.ErrPartial):

@@ -262,12 +262,23 @@ func (t *Trajectory) BundlePaths(ctx context.Context) ([]string, error) {
 	if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
+	paths, err := t.HistoryPaths(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("trajectory %s in %s has no %s and no %s*.bundle: %w", t.ID, t.Where, store.BundleName, store.HistoryDir, ErrNotFound)
+	}
+	return paths, err
+}
+
+// HistoryPaths returns the trajectory's incremental history/ bundles as
+// local files, in part order (each one's prerequisites are in the ones
+// before it); none is ErrNotFound.
+func (t *Trajectory) HistoryPaths(ctx context.Context) ([]string, error) {
 	keys, err := store.HistoryBundleKeys(ctx, t.Store, t.Prefix+store.HistoryDir)
 	if err != nil {
 		return nil, fmt.Errorf("list history bundles of %s: %w", t.ID, err)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("trajectory %s in %s has no %s and no %s*.bundle: %w", t.ID, t.Where, store.BundleName, store.HistoryDir, ErrNotFound)
+		return nil, fmt.Errorf("trajectory %s in %s has no %s*.bundle: %w", t.ID, t.Where, store.HistoryDir, ErrNotFound)
 	}
 	paths := make([]string, 0, len(keys))
 	for _, k := range keys {
