@@ -11,6 +11,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/launch"
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/disk"
 )
 
@@ -25,8 +26,9 @@ const DefaultDisk = 4 << 30
 // (resume), AttachWorkspace (finalize) or traj gc removes it.
 //   - An image in the sandbox folder (an earlier run of the trajectory) is
 //     mounted as it is, whatever o says: the workspace lives in it.
-//   - Else there is no cap when o.Disk <= 0, or when the workspace already
-//     holds files (it was recorded without a cap).
+//   - Else there is no cap when o.Disk <= 0, when the workspace already
+//     holds files (it was recorded without a cap), or for the default cap
+//     of the local provider.
 //   - Else a new image of o.Disk bytes. Where none can be mounted (not
 //     root), a cap o.DiskOptional marks as the default is logged once and
 //     the run goes on without one; a cap the user asked for fails the run.
@@ -36,6 +38,13 @@ func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions
 		return attach(ctx, img, p.Workspace, log)
 	}
 	if o.Disk <= 0 {
+		return func() {}, nil
+	}
+	if o.DiskOptional && o.Provider == sandbox.ProviderLocal {
+		// No isolation: the agent can fill any disk its user can, and a
+		// process it leaves behind keeps the mount busy and writes into
+		// the folder under it once detached. Only an asked-for cap.
+		log.Info("no workspace disk cap by default with --sandbox local (give --disk for one)")
 		return func() {}, nil
 	}
 	if ents, err := os.ReadDir(p.Workspace); len(ents) > 0 || (err != nil && !errors.Is(err, fs.ErrNotExist)) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/launch"
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/disk"
 )
 
@@ -32,6 +33,8 @@ func TestMountWorkspace(t *testing.T) {
 		{name: "new", opts: launch.SandboxOptions{Disk: size}, mounted: true},
 		{name: "default", opts: launch.SandboxOptions{Disk: size, DiskOptional: true}, mounted: true},
 		{name: "off", opts: launch.SandboxOptions{Disk: -1}},
+		{name: "local default", opts: launch.SandboxOptions{Disk: size, DiskOptional: true, Provider: sandbox.ProviderLocal}},
+		{name: "local asked for", opts: launch.SandboxOptions{Disk: size, Provider: sandbox.ProviderLocal}, mounted: true},
 		{name: "unset", opts: launch.SandboxOptions{}},
 		{name: "recorded without a cap", opts: launch.SandboxOptions{Disk: size, DiskOptional: true}, files: true},
 		{name: "recorded without a cap, asked for", opts: launch.SandboxOptions{Disk: size}, files: true, fails: true},
