@@ -34,7 +34,10 @@ const DefaultDisk = 4 << 30
 //     the run goes on without one; a cap the user asked for fails the run.
 func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions, log *slog.Logger) (func(), error) {
 	img := p.DiskImage()
-	if _, err := os.Stat(img); err == nil {
+	if fi, err := os.Stat(img); err == nil {
+		if o.Disk != 0 && !o.DiskOptional && o.Disk != fi.Size() {
+			log.Warn("the workspace keeps the disk cap it was recorded with; --disk is not applied", "cap", fi.Size(), "asked", o.Disk)
+		}
 		return attach(ctx, img, p.Workspace, log)
 	}
 	if o.Disk <= 0 {
