@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -342,7 +343,13 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 		// bundle write).
 		args = append([]string{"run", "--resume", id()}, common...)
 		if c := lastCommit(last); c != "" && inHistoryBundles(t, dir, c) {
-			for _, d := range []string{workspace, filepath.Join(filepath.Dir(workspace), folder.CheckpointsName)} {
+			// A SIGKILLed run leaves the workspace's disk image mounted
+			// (the next run takes the mount over); gone here means what a
+			// reboot and an rm -rf leave: no mount, no image, no files.
+			if err := disk.Unmount(workspace); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []string{workspace, filepath.Join(filepath.Dir(workspace), folder.DiskImageName), filepath.Join(filepath.Dir(workspace), folder.CheckpointsName)} {
 				if err := os.RemoveAll(d); err != nil {
 					t.Fatal(err)
 				}

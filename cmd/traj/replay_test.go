@@ -195,7 +195,7 @@ func TestReplayCommands(t *testing.T) {
 			t.Fatalf("report: code %d\n%s%s", code, stdout, errOut)
 		}
 		csv, _ := os.ReadFile(rep + ".csv")
-		if !strings.Contains(string(csv), tj.ID+",opencode,scripted/tiny,c-compiler,10,") || !strings.Contains(string(csv), ",evaluation,") {
+		if !strings.Contains(string(csv), tj.ID+",opencode,opencode,,scripted/tiny,c-compiler,10,") || !strings.Contains(string(csv), ",evaluation,") {
 			t.Fatalf("csv:\n%s", csv)
 		}
 	})
