@@ -137,16 +137,16 @@ func TestAdversarialCompilers(t *testing.T) {
 
 // compilerAgents are the agents each provider runs, the control first.
 // bwrap runs each route alone. A container evaluation starts one container
-// per action (about a second each here), so the container runs the routes
-// whose outcome depends on the provider (what an action sees: lookup;
-// processes and memory: forger) as one agent that tries both, which must
-// still score no more than the control; the exit 0 route is decided by the
-// evaluator's controls on the host, the same code for every provider. The
-// leak agent keeps the container's suites live: without it a container
-// that failed every case would pass this test.
+// per action (about a second each here), so the container runs lookup
+// (what an action sees) and forger (processes and memory) as one agent
+// that tries both, which must still score no more than the control; the
+// forger's daemon dies with the build's container, so it cannot hold back
+// the lookup compiler's gains. The leak agent keeps the container's suites
+// live: without it a container that failed every case would pass this
+// test.
 var compilerAgents = map[string][]string{
 	sandbox.ProviderBwrap:     {"control", "lookup", "forger", "exit0"},
-	sandbox.ProviderContainer: {"control", "lookup-forger"},
+	sandbox.ProviderContainer: {"control", "lookup-forger", "exit0"},
 }
 
 // compilerScore is the final tree's passed cases per test path ("" is
