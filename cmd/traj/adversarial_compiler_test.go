@@ -239,17 +239,7 @@ func runCompilerAgent(t *testing.T, traj, ocBin, fixtures, provider, name string
 	if testing.Verbose() {
 		t.Logf("traj %s:\n%s", strings.Join(args, " "), out.String())
 	}
-	if out, err := exec.Command(traj, "trace", "validate", a.dir).CombinedOutput(); err != nil {
-		t.Fatalf("trace validate: %v\n%s", err, out)
-	}
-	f, err := os.Open(filepath.Join(a.dir, "agent_trace.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if a.tr, err = trace.Read(f); err != nil {
-		t.Fatal(err)
-	}
+	a.tr = validatedTrace(t, traj, a.dir)
 	return a
 }
 

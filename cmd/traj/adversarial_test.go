@@ -259,8 +259,10 @@ func (a *attack) run(t *testing.T, traj, bin string, args ...string) {
 	t.Logf("traj %s:\n%s", strings.Join(args, " "), out.String())
 }
 
-func (a *attack) check(t *testing.T, traj string, runs int) {
-	dir := filepath.Join(a.store, "trajectories", a.id)
+// validatedTrace is the trajectory folder dir's trace after `traj trace
+// validate` (the command a user runs) accepted it.
+func validatedTrace(t *testing.T, traj, dir string) *trace.Trace {
+	t.Helper()
 	if out, err := exec.Command(traj, "trace", "validate", dir).CombinedOutput(); err != nil {
 		t.Fatalf("trace validate: %v\n%s", err, out)
 	}
@@ -268,11 +270,17 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	tr, err := trace.Read(f)
-	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+func (a *attack) check(t *testing.T, traj string, runs int) {
+	dir := filepath.Join(a.store, "trajectories", a.id)
+	tr := validatedTrace(t, traj, dir)
 	// Each attack's tool result, from both runs, as the agent got it.
 	results := map[int][]string{}
 	parts := 0

@@ -17,7 +17,6 @@ import (
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/sandbox/opencode"
-	"github.com/trajlab/traj/trace"
 )
 
 // TestDiskCap attacks the workspace disk cap (--disk): the scripted agent
@@ -106,18 +105,7 @@ func TestDiskCap(t *testing.T) {
 	run("--resume", id, "--script", again, "--max-parts", "40")
 
 	dir := filepath.Join(store, "trajectories", id)
-	if out, err := exec.Command(traj, "trace", "validate", dir).CombinedOutput(); err != nil {
-		t.Fatalf("trace validate: %v\n%s", err, out)
-	}
-	f, err := os.Open(filepath.Join(dir, "agent_trace.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Read(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := validatedTrace(t, traj, dir)
 	outputs := map[string]string{}
 	var bigSize int64 = -1
 	for _, turn := range tr.Turns {
