@@ -28,23 +28,12 @@ import (
 // cache and agrees with the trace, and a hand-corrupted cache entry is
 // detected and evaluated again.
 func TestGroundTruthEndToEnd(t *testing.T) {
-	bin := needOpenCode(t)
-	traj := needTraj(t)
-	if os.Getenv("TRAJ_TESTS_DIR") == "" {
-		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
-	}
-	work := t.TempDir()
 	var events bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := orchestrator.Run(ctx, orchestrator.Options{
-		Task: "testdata/tasks/e2e-groundtruth", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
-		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
-		Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
+	res, work := groundTruthRun(t, orchestrator.Options{
+		Task: "testdata/tasks/e2e-groundtruth", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
+		Reporter: progress.NewJSON(&events),
 	})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	traj := needTraj(t)
 	tr := readValidTrace(t, res.Dir)
 	// The task takes run_tests away: no tests MCP server, no tool gateway.
 	cfg, err := os.ReadFile(filepath.Join(work, "sandboxes", res.TrajectoryID, "opencode", "xdg", "config", "opencode", "opencode.json"))
@@ -171,22 +160,11 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 // its environment version, and replay evaluate applies the same rule and
 // is served from the cache.
 func TestGroundTruthDeniesCCompiler(t *testing.T) {
-	bin := needOpenCode(t)
-	traj := needTraj(t)
-	if os.Getenv("TRAJ_TESTS_DIR") == "" {
-		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
-	}
-	work := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := orchestrator.Run(ctx, orchestrator.Options{
-		Task: "testdata/tasks/e2e-deny-cc", Model: "scripted/demo", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
-		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
-		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap}, AbortGrace: 5 * time.Second,
+	res, work := groundTruthRun(t, orchestrator.Options{
+		Task: "testdata/tasks/e2e-deny-cc", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
+		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap},
 	})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	traj := needTraj(t)
 	tr := readValidTrace(t, res.Dir)
 	if tr.SessionEnd.Reason == trace.EndSolved {
 		t.Fatalf("a gcc wrapper was solved with the C compiler hidden: %+v", tr.SessionEnd)
@@ -252,22 +230,10 @@ func readValidTrace(t *testing.T, dir string) *trace.Trace {
 // trace that validates — because the record's deadline starts after
 // ground truth's, and the tree left unevaluated is said to be so.
 func TestFinishOutlastsGroundTruth(t *testing.T) {
-	bin := needOpenCode(t)
-	traj := needTraj(t)
-	if os.Getenv("TRAJ_TESTS_DIR") == "" {
-		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
-	}
-	work := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := orchestrator.Run(ctx, orchestrator.Options{
-		Task: "testdata/tasks/e2e-groundtruth", Model: "scripted/demo", Script: "testdata/e2e-slow-build.jsonl", MaxParts: 4,
-		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj, TestsDir: os.Getenv("TRAJ_TESTS_DIR"),
-		AbortGrace: 5 * time.Second, FinishTimeout: 8 * time.Second,
+	res, _ := groundTruthRun(t, orchestrator.Options{
+		Task: "testdata/tasks/e2e-groundtruth", Script: "testdata/e2e-slow-build.jsonl", MaxParts: 4,
+		FinishTimeout: 8 * time.Second,
 	})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
 	tr := readValidTrace(t, res.Dir)
 	end := tr.SessionEnd
 	if end == nil || end.FinalGitCommit == "" {
@@ -285,4 +251,26 @@ func TestFinishOutlastsGroundTruth(t *testing.T) {
 			t.Fatalf("the final tree was scored although its build outlasts the deadline: %+v", g)
 		}
 	}
+}
+
+// groundTruthRun records a scripted trajectory with the real OpenCode and
+// the public suites for ground truth: o names the task, script and what
+// the test varies; the model, store, binaries, fixtures and time limits
+// are the same for every ground-truth test. It returns the result and the
+// store folder.
+func groundTruthRun(t *testing.T, o orchestrator.Options) (*orchestrator.Result, string) {
+	t.Helper()
+	o.AgentBin, o.TrajBin = needOpenCode(t), needTraj(t)
+	if o.TestsDir = os.Getenv("TRAJ_TESTS_DIR"); o.TestsDir == "" {
+		t.Skip("TRAJ_TESTS_DIR (the public suites) needed: make test sets it")
+	}
+	o.Store = t.TempDir()
+	o.Model, o.Timeout, o.AbortGrace = "scripted/demo", 2*time.Minute, 5*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := orchestrator.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, o.Store
 }
