@@ -93,9 +93,10 @@ type Point struct {
 // Summarize builds a trajectory's row from its trace and, when given, its
 // evaluate report (which then supplies the pass rates).
 func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
+	agent := trace.ParseAgent(tr.Agent)
 	t := Trajectory{
 		ID: tr.TrajectoryID, Agent: tr.Agent, Model: tr.AgentModel, Task: tr.Task,
-		Harness: trace.ParseAgent(tr.Agent).Name, HarnessVersion: trace.ParseAgent(tr.Agent).Version,
+		Harness: agent.Name, HarnessVersion: agent.Version,
 		Turns: len(tr.Turns), StartedAt: tr.StartedAt, Suites: []SuiteRate{}, ByPart: []Point{},
 	}
 	var usage trace.Usage
