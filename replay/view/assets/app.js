@@ -513,13 +513,16 @@
       if (d.prompt) add(body, el("h2", {}, "Prompt"), el("pre", { class: "prompt" }, d.prompt));
       for (const a of d.before) if (a.text) add(body, el("h2", {}, a.kind || "before"), el("pre", { class: "aside" }, a.text));
       if (d.text) add(body, el("h2", {}, d.kind === "reasoning" ? "Reasoning" : "Text"), el("pre", { class: "agent-text", id: "agent-text" }, d.text));
-      if (d.input) add(body, el("h2", {}, "Input"), el("pre", { class: "tool-input" }, d.input));
-      if (d.output) add(body, el("h2", {}, "Output"), el("pre", { class: "tool-output" }, d.output));
+      const a = d.action;
+      if (a) add(body, actionBlock(a, d));
+      else if (d.input) add(body, el("h2", {}, "Input"), el("pre", { class: "tool-input" }, d.input));
+      // A run_tests output is its result as JSON: the case table below
+      // shows it; the JSON stays behind a toggle.
+      if (d.output && d.calls.length) add(body, el("details", {}, el("summary", {}, "tool output (JSON)"), el("pre", { class: "tool-output" }, d.output)));
+      else if (d.output) add(body, el("h2", {}, a && a.kind === "command" ? "Output" : "Result"), el("pre", { class: "tool-output" }, d.output));
       if (d.tool_error) add(body, el("h2", { class: "bad" }, "Error"), el("pre", {}, d.tool_error));
-      if (d.calls.length) {
-        add(body, el("h2", {}, "run_tests"), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "ms"), el("th", {}, "")),
-          d.calls.map((c) => el("tr", {}, el("td", {}, c.path), el("td", { class: "num" }, c.ok ? c.passed : "–"), el("td", { class: "num" }, c.ok ? c.total : "–"), el("td", { class: "num" }, c.duration_ms), el("td", { class: "bad" }, c.error || "")))));
-      }
+      if (a && d.input) add(body, el("details", {}, el("summary", {}, "tool input (JSON)"), el("pre", { class: "tool-input" }, d.input)));
+      for (const c of d.calls) add(body, testsBlock(c));
       const cp = d.checkpoint;
       if (cp && cp.committed) {
         add(body, el("h2", {}, "Files changed (" + cp.changed_files.length + ")"),
@@ -533,6 +536,49 @@
       }
       if (d.gateway_calls.length) add(body, el("h2", {}, "Model gateway record"), callTable(d.gateway_calls));
       if (d.raw) add(body, el("details", {}, el("summary", {}, "raw part" + (d.raw_truncated ? " (clipped)" : "")), el("pre", {}, d.raw)));
+    }
+
+    // actionBlock draws what a tool did: an edit as a diff, a write as the
+    // file, a command as a shell line, a sub-agent as a link to its parts.
+    function actionBlock(a, d) {
+      const box = el("div", { class: "action action-" + a.kind, id: "action" });
+      if (a.kind === "edit") {
+        const pre = el("pre", { class: "diff", id: "action-diff" });
+        for (const l of a.diff || []) pre.appendChild(el("span", { class: l.op === "+" ? "add" : l.op === "-" ? "del" : l.op === "@" ? "hunk" : "ctx" }, l.op === "@" ? "@@ " + l.text + " @@" : l.op + l.text));
+        add(box, el("h2", {}, "Edit ", el("span", { class: "mono" }, a.path || "?")), pre, a.truncated ? el("p", { class: "warn" }, "diff clipped") : null);
+      } else if (a.kind === "write") {
+        add(box, el("h2", {}, "Wrote ", el("span", { class: "mono" }, a.path || "?")), codeBlock({ lines: a.lines, text: a.text || "" }, "action-file"), a.truncated ? el("p", { class: "warn" }, "file clipped") : null);
+      } else if (a.kind === "command") {
+        add(box, el("h2", {}, "Command", a.description ? el("span", { class: "muted" }, " — " + a.description) : null), el("pre", { class: "command", id: "action-command" }, "$ " + a.command));
+      } else if (a.kind === "task") {
+        const sa = d.sub_agent;
+        add(box, el("h2", {}, "Sub-agent", a.description ? el("span", { class: "muted" }, " — " + a.description) : null),
+          sa && sa.first_part ? el("p", {}, el("a", { class: "sub-agent-link", id: "sub-agent-link", onclick: () => jump(sa.first_part) }, "open its session (parts " + sa.first_part + "–" + sa.last_part + ")")) : el("p", { class: "muted" }, "its session recorded no parts"),
+          a.prompt ? el("pre", { class: "prompt" }, a.prompt) : null);
+      }
+      return box;
+    }
+
+    // testsBlock is one run_tests call: its counts, a failed build, then
+    // its cases, failing first, with expected against actual.
+    function testsBlock(c) {
+      const box = el("div", { class: "run-tests" });
+      add(box, el("h2", {}, "run_tests ", el("span", { class: "mono" }, c.path), " ", c.ok ? el("span", { class: c.failed ? "bad" : "good" }, c.passed + "/" + c.total + " passed") : el("span", { class: "bad" }, "no result"),
+        el("span", { class: "muted" }, " · " + (c.duration_ms / 1000).toFixed(1) + " s")));
+      if (c.error) add(box, el("pre", { class: "bad" }, c.error));
+      if (c.build) add(box, el("div", { class: "bad" }, "build failed (exit " + c.build.exit_code + ")" + (c.build.error ? ": " + c.build.error : "")), c.build.stderr_tail ? el("pre", {}, c.build.stderr_tail) : null);
+      for (const v of c.voided || []) add(box, el("div", { class: "bad" }, "suite " + v.suite + " voided: " + v.reason));
+      if (c.cases && c.cases.length) {
+        const exp = (x) => [x.expect_reject ? "reject" : null, x.expected_exit_code !== undefined && x.expected_exit_code !== null ? "exit " + x.expected_exit_code : null, x.expected_stdout !== undefined && x.expected_stdout !== null ? "stdout " + JSON.stringify(x.expected_stdout) : null].filter(Boolean).join(", ");
+        const act = (x) => "exit " + x.actual_exit_code + (x.expected_stdout !== undefined && x.expected_stdout !== null ? ", stdout " + JSON.stringify(x.actual_stdout) : "");
+        add(box, el("div", { class: "table-wrap" }, el("table", { class: "cases" },
+          el("tr", {}, el("th", {}, "case"), el("th", {}, ""), el("th", {}, "phase"), el("th", {}, "expected"), el("th", {}, "actual"), el("th", {}, "stderr / error")),
+          c.cases.map((x) => el("tr", { class: x.passed ? "pass" : "fail" }, el("td", { class: "mono" }, x.name), el("td", { class: x.passed ? "good" : "bad" }, x.passed ? "pass" : "fail"), el("td", {}, x.phase),
+            el("td", { class: "mono" }, x.passed ? "" : exp(x)), el("td", { class: "mono" }, x.passed ? "" : act(x)),
+            el("td", { class: "mono" }, x.error ? el("div", { class: "bad" }, x.error) : null, x.stderr_tail && !x.passed ? el("pre", { class: "tail" }, x.stderr_tail) : null))))),
+          c.more_cases ? el("p", { class: "muted" }, c.more_cases + " more cases not listed") : null);
+      }
+      return box;
     }
 
     // callTable lists model calls of the gateway's record; a row opens the
@@ -660,8 +706,8 @@
 
     // codeBlock shows a file with line numbers; highlighted by the server's
     // tokens ([class, text]) when it sent them, styled by app.css classes.
-    function codeBlock(f) {
-      const pre = el("pre", { class: "file code" + (f.lines ? " hl" : ""), id: "file" });
+    function codeBlock(f, id) {
+      const pre = el("pre", { class: "file code" + (f.lines ? " hl" : ""), id: id || "file" });
       const lines = f.lines || f.text.split("\n").map((t) => [["", t]]);
       const frag = document.createDocumentFragment();
       lines.forEach((toks, i) => {
