@@ -199,7 +199,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := makeFolders(ctx, s); err != nil {
 		return nil, err
 	}
-	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.Logger)
+	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.Agent, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
