@@ -58,6 +58,7 @@
   }
   const enc = encodeURIComponent;
 
+  function prettyJSON(s) { try { return JSON.stringify(JSON.parse(s), null, 2); } catch (e) { return s; } }
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
   // srcName says where a score comes from: a stored evaluation, traj's
   // ground truth during the run, or (only when neither exists) the agent's
@@ -518,7 +519,7 @@
       else if (d.input) add(body, el("h2", {}, "Input"), el("pre", { class: "tool-input" }, d.input));
       // A run_tests output is its result as JSON: the case table below
       // shows it; the JSON stays behind a toggle.
-      if (d.output && d.calls.length) add(body, el("details", {}, el("summary", {}, "tool output (JSON)"), el("pre", { class: "tool-output" }, d.output)));
+      if (d.output && d.calls.length && d.output.trimStart().startsWith("{")) add(body, el("details", {}, el("summary", {}, "tool output (JSON)"), el("pre", { class: "tool-output" }, d.output)));
       else if (d.output) add(body, el("h2", {}, a && a.kind === "command" ? "Output" : "Result"), el("pre", { class: "tool-output" }, d.output));
       if (d.tool_error) add(body, el("h2", { class: "bad" }, "Error"), el("pre", {}, d.tool_error));
       if (a && d.input) add(body, el("details", {}, el("summary", {}, "tool input (JSON)"), el("pre", { class: "tool-input" }, d.input)));
@@ -598,9 +599,16 @@
             clear(resp);
             try {
               const d = await api("/api/t/" + enc(id) + "/calls/" + c.seq);
-              add(resp, el("h2", {}, "Model call " + d.seq + " response" + (d.truncated ? " (clipped)" : "")),
-                el("div", { class: "muted" }, "request " + num(d.request.bytes) + " bytes, sha256 " + d.request.sha256), d.error ? el("pre", { class: "bad" }, d.error) : null,
-                el("pre", { class: "call-response" }, d.response));
+              const r = d.reply;
+              add(resp, el("h2", {}, "Model call " + d.seq + (d.model ? " · " + d.model : "")),
+                el("div", { class: "muted" }, (d.latency_ms / 1000).toFixed(2) + " s" + (d.first_byte_ms ? " (first byte " + (d.first_byte_ms / 1000).toFixed(2) + " s)" : "") +
+                  (d.tokens ? " · input " + num(d.tokens.input) + ", output " + num(d.tokens.output) + ", cache read " + num(d.tokens.cache_read) : "") + (d.cost ? " · " + money(d.cost) : "") +
+                  " · request " + num(d.request.bytes) + " bytes, sha256 " + d.request.sha256), d.error ? el("pre", { class: "bad" }, d.error) : null,
+                r ? el("div", { class: "call-reply" },
+                  r.reasoning ? [el("h2", {}, "Reasoning"), el("pre", { class: "reply-reasoning" }, r.reasoning)] : null,
+                  r.text ? [el("h2", {}, "Text"), el("pre", { class: "reply-text" }, r.text)] : null,
+                  (r.tool_calls || []).map((c) => [el("h2", {}, "Tool call ", el("span", { class: "mono" }, c.name)), el("pre", { class: "reply-tool" }, prettyJSON(c.arguments))])) : null,
+                el("details", { open: r ? null : true }, el("summary", {}, "raw response" + (d.truncated ? " (clipped)" : "")), el("pre", { class: "call-response" }, d.response)));
             } catch (e) { add(resp, el("p", { class: "bad" }, e.message)); }
           } }, "response"))))), resp);
       return out;
