@@ -69,6 +69,15 @@ func TestBrowserToolParts(t *testing.T) {
 	}
 	noOverflow(t, ctx, "run_tests part")
 
+	// The tool filter alone lists the two edits; a hit opens its part.
+	js[bool](t, ctx, `(() => { const s = document.querySelector("#filter-tool"); s.value = "edit"; s.dispatchEvent(new Event("change")); return true; })()`)
+	run(t, ctx, "filter by tool", chromedp.WaitVisible(chromedp.CSS(`#hits .hit[data-part="33"]`)))
+	if hits := js[string](t, ctx, `[...document.querySelectorAll("#hits .hit")].map((h) => h.dataset.part).join(",")`); hits != "25,33" {
+		t.Errorf("tool filter edit lists parts %s, want 25,33", hits)
+	}
+	run(t, ctx, "open a filtered part", chromedp.Click(chromedp.CSS(`#hits .hit[data-part="33"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="33"] #action-diff`)))
+
 	// Part 45: task: a link to the sub-agent's session.
 	open(45, "#sub-agent-link")
 	run(t, ctx, "open the sub-agent's session", chromedp.Click(chromedp.CSS(`#sub-agent-link`)),

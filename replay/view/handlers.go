@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,6 +192,8 @@ type Meta struct {
 	FirstTime int64 `json:"first_time"`
 	LastTime  int64 `json:"last_time"`
 	HasEval   bool  `json:"has_evaluation"`
+	// Tools are the tool names the parts used, for the tool filter.
+	Tools []string `json:"tools"`
 }
 
 // maxMetaTurns bounds the turns listed in the header; the timeline
@@ -213,6 +217,10 @@ func (s *Server) apiMeta(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.Sessions == nil {
 		m.Sessions = []Session{}
+	}
+	m.Tools = slices.Sorted(maps.Keys(ix.Tools))
+	if m.Tools == nil {
+		m.Tools = []string{}
 	}
 	if n := len(ix.Parts); n > 0 {
 		m.FirstTime, m.LastTime = ix.Parts[0].Time, ix.Parts[n-1].Time

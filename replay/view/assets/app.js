@@ -303,15 +303,32 @@
     // Search runs on the server over every part's recorded text, tool
     // input and output; a hit opens its part.
     const hitsBox = el("div", { class: "hits hidden", id: "hits" });
-    const onlyCommitted = el("input", { type: "checkbox", id: "only-committed" });
-    const onlyTests = el("input", { type: "checkbox", id: "only-run-tests" });
+    // Filters narrow a search, or alone list the parts that pass them.
+    const refilter = () => search(searchBox.value);
+    const onlyCommitted = el("input", { type: "checkbox", id: "only-committed", onchange: refilter });
+    const onlyTests = el("input", { type: "checkbox", id: "only-run-tests", onchange: refilter });
+    const onlyErrors = el("input", { type: "checkbox", id: "only-errors", onchange: refilter });
+    const kindSel = el("select", { id: "filter-kind", onchange: refilter }, ["", "text", "reasoning", "tool", "patch"].map((k) => el("option", { value: k }, k || "any kind")));
+    const toolSel = el("select", { id: "filter-tool", onchange: refilter }, el("option", { value: "" }, "any tool"));
+    const sessSel = el("select", { id: "filter-session", onchange: refilter }, el("option", { value: "" }, "any session"));
+    function fillFilters(m) {
+      const keep = (sel, values, label) => {
+        const cur = sel.value;
+        clear(sel); add(sel, el("option", { value: "" }, label), values.map((v) => el("option", { value: v[0] }, v[1])));
+        sel.value = cur;
+      };
+      keep(toolSel, (m.tools || []).map((t) => [t, t]), "any tool");
+      keep(sessSel, m.sessions.map((x) => [x.id, (x.depth ? "sub-agent: " : "root: ") + (x.title || x.id)]), "any session");
+    }
     const searchBox = el("input", { type: "search", id: "search", placeholder: "search parts…", size: 18, onkeydown: (e) => { if (e.key === "Enter") search(searchBox.value); if (e.key === "Escape") hitsBox.classList.add("hidden"); } });
     async function search(q) {
       clear(hitsBox);
-      if (!q) { hitsBox.classList.add("hidden"); return; }
+      const filters = (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "") + (onlyErrors.checked ? "&error=1" : "") +
+        (kindSel.value ? "&kind=" + enc(kindSel.value) : "") + (toolSel.value ? "&tool=" + enc(toolSel.value) : "") + (sessSel.value ? "&session=" + enc(sessSel.value) : "");
+      if (!q && !filters) { hitsBox.classList.add("hidden"); return; }
       hitsBox.classList.remove("hidden");
       let d;
-      try { d = await api("/api/t/" + enc(id) + "/search?q=" + enc(q) + (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "")); } catch (e) { add(hitsBox, el("div", { class: "bad" }, e.message)); return; }
+      try { d = await api("/api/t/" + enc(id) + "/search?q=" + enc(q) + filters); } catch (e) { add(hitsBox, el("div", { class: "bad" }, e.message)); return; }
       add(hitsBox, el("div", { class: "muted" }, d.total + " parts match" + (d.total > d.hits.length ? " (first " + d.hits.length + " shown)" : ""), " ", el("a", { onclick: () => hitsBox.classList.add("hidden") }, "close")),
         d.hits.map((h) => el("div", { class: "hit", "data-part": h.part, onclick: () => jump(h.part) }, el("b", {}, "part " + h.part), " ", el("span", { class: "mono" }, h.snippet))));
     }
@@ -327,8 +344,9 @@
         el("div", { class: "timeline-wrap" },
           el("div", { class: "toolbar" }, el("b", {}, "Parts"), jumpBox, el("button", { id: "go", onclick: () => jump(parseInt(jumpBox.value, 10)) }, "Go"),
             el("label", { class: "muted" }, followBox, " follow new parts"), el("span", { class: "muted", id: "total" })),
-          el("div", { class: "toolbar" }, searchBox, el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests"),
-            el("span", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change")),
+          el("div", { class: "toolbar" }, searchBox, kindSel, toolSel, sessSel, el("label", { class: "muted" }, onlyErrors, " errors"),
+            el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests")),
+          el("div", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change"),
           hitsBox,
           tl),
         detail));
@@ -772,6 +790,7 @@
         if (changed) {
           st.version = m.version;
           drawHead(m);
+          fillFilters(m);
           const grew = m.parts !== st.total;
           setTotal(m.parts);
           st.partial = null;
