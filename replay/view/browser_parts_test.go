@@ -43,6 +43,32 @@ func TestBrowserToolParts(t *testing.T) {
 	}
 	noOverflow(t, ctx, "edit part")
 
+	// Its file, beside the tree: the line part 25 added is marked, and
+	// the parts that changed cc.sh are links that open it at their part.
+	run(t, ctx, "open cc.sh from part 25", chromedp.Click(chromedp.CSS(`#detail ul.files a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#code-split #tree`)), chromedp.WaitVisible(chromedp.CSS(`#code-split #file .line.added`)))
+	code := js[map[string]any](t, ctx, `(() => ({added: [...document.querySelectorAll("#file .line.added")].map((e) => e.textContent).join("\n"),
+		here: document.querySelector("#changed-at b").textContent, links: [...document.querySelectorAll("#changed-at a")].map((a) => +a.dataset.part),
+		open: document.querySelector("#tree li.open").textContent}))()`)
+	if added := code["added"].(string); !strings.Contains(added, `grep -Eq '\b(struct|union)\b'`) || strings.Count(added, "\n") > 2 {
+		t.Errorf("lines marked added at part 25: %q", added)
+	}
+	if code["here"] != "25" || !strings.HasPrefix(code["open"].(string), "cc.sh") {
+		t.Errorf("changed-at or tree: %v", code)
+	}
+	links := code["links"].([]any)
+	if len(links) < 2 {
+		t.Fatalf("cc.sh changed at parts %v besides 25, want the writes and the other edit", links)
+	}
+	other := int(links[len(links)-1].(float64))
+	run(t, ctx, "open cc.sh at another part that changed it",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#changed-at a[data-part="%d"]`, other))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#detail[data-part="%d"][data-tab="code"] #changed-at b`, other))))
+	if b := text(t, ctx, `#changed-at b`); b != fmt.Sprint(other) {
+		t.Errorf("after the link, changed-at marks part %s, want %d", b, other)
+	}
+	noOverflow(t, ctx, "code tab")
+
 	// Part 4: write cc.sh, a shell script: the file with line numbers.
 	open(4, "#action-file")
 	file := js[map[string]any](t, ctx, `(() => { const f = document.querySelector("#action-file");

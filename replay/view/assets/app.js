@@ -503,7 +503,7 @@
         else if (st.tab === "calls") await showCalls(body, 0);
         else if (!n) { clear(body); add(body, el("p", { class: "muted" }, "Pick a part in the timeline, a mark on the curve, or type a part number.")); }
         else if (st.tab === "diff") await showDiff(body, n);
-        else if (st.tab === "code") await showCode(body, n, "");
+        else if (st.tab === "code") await showCode(body, n);
         else await showPart(body, n);
       } catch (e) { clear(body); add(body, el("p", { class: "bad" }, e.message)); }
       if (st.sel === n) { detail.setAttribute("data-part", n); detail.setAttribute("data-tab", st.tab); }
@@ -545,7 +545,7 @@
       const cp = d.checkpoint;
       if (cp && cp.committed) {
         add(body, el("h2", {}, "Files changed (" + cp.changed_files.length + ")"),
-          el("ul", { class: "files" }, cp.changed_files.map((f) => el("li", {}, el("a", { onclick: () => { st.tab = "code"; setHash(); openFile(n, f); } }, f)))),
+          el("ul", { class: "files" }, cp.changed_files.map((f) => el("li", {}, el("a", { onclick: () => openFile(n, f) }, f)))),
           el("button", { id: "open-diff", onclick: () => { st.tab = "diff"; setHash(); showTab(); } }, "Show diff"));
       }
       if (d.model_calls.length) {
@@ -665,48 +665,65 @@
       if (lines.length > LIMIT || d.truncated) add(body, el("p", { class: "warn" }, "Diff clipped (" + lines.length + " lines" + (d.truncated ? ", over 2 MB" : "") + ")."));
     }
 
-    async function showCode(body, n, path) {
-      const d = await api("/api/t/" + enc(id) + "/tree/" + n + "?path=" + enc(path));
+    // The code tab shows the tree and a file side by side at the part's
+    // commit: the file with line numbers, highlighted, the lines this part
+    // added marked, and the parts whose checkpoints changed it as links.
+    // st.codeDir and st.codeFile keep the place when another part opens.
+    async function showCode(body, n, dir) {
+      if (dir === undefined) dir = st.codeDir || "";
+      const d = await api("/api/t/" + enc(id) + "/tree/" + n + "?path=" + enc(dir));
       if (st.sel !== n) return;
+      st.codeDir = d.path;
       clear(body);
-      add(body, el("h2", {}, "Code at part " + n), pathCrumb(n, d.path, false));
       const list = el("ul", { class: "files", id: "tree" });
       for (const e of d.entries) {
         const full = (d.path ? d.path + "/" : "") + e.name;
-        add(list, el("li", {}, e.type === "dir"
+        add(list, el("li", { class: full === st.codeFile ? "open" : null }, e.type === "dir"
           ? el("a", { onclick: () => showCode(body, n, full) }, "📁 " + e.name + "/")
           : el("a", { onclick: () => openFile(n, full) }, e.name), e.size ? el("span", { class: "muted" }, "  " + num(e.size) + " B") : null));
       }
       if (!d.entries.length) add(list, el("li", { class: "muted" }, "(empty)"));
-      add(body, list);
+      const filePane = el("div", { class: "file-pane", id: "file-pane" }, el("p", { class: "muted" }, "Pick a file."));
+      add(body, el("h2", {}, "Code at part " + n), el("div", { class: "code-split", id: "code-split" },
+        el("div", { class: "tree-pane" }, pathCrumb(n, d.path), list), filePane));
+      if (st.codeFile) await openFile(n, st.codeFile);
     }
-    function pathCrumb(n, path, isFile) {
+    function pathCrumb(n, path) {
       const c = el("div", { class: "crumb mono" });
-      add(c, el("a", { onclick: () => { st.tab = "code"; showCodeTab(n, ""); } }, "/"));
+      const body = () => document.getElementById("detail-body");
+      add(c, el("a", { onclick: () => showCode(body(), n, "") }, "/"));
       const segs = path ? path.split("/") : [];
       segs.forEach((s, i) => {
         const sub = segs.slice(0, i + 1).join("/");
-        if (isFile && i === segs.length - 1) add(c, s);
-        else add(c, el("a", { onclick: () => showCodeTab(n, sub) }, s), "/");
+        add(c, el("a", { onclick: () => showCode(body(), n, sub) }, s), "/");
       });
       return c;
     }
-    async function showCodeTab(n, path) {
-      const body = document.getElementById("detail-body");
-      if (body) await showCode(body, n, path);
-    }
+    // openFile shows path at part n beside the tree (building the tab
+    // first when another tab is open).
     async function openFile(n, path) {
-      if (st.tab !== "code") { st.tab = "code"; setHash(); }
-      clear(detail); add(detail, tabs());
-      const body = el("div", { id: "detail-body" }, el("p", { class: "muted" }, "Loading…"));
-      add(detail, body);
+      st.codeFile = path;
+      let pane = document.getElementById("file-pane");
+      if (!pane || st.tab !== "code") {
+        st.tab = "code"; setHash();
+        const i = path.lastIndexOf("/");
+        st.codeDir = i > 0 ? path.substring(0, i) : "";
+        return showTab();
+      }
+      for (const li of document.querySelectorAll("#tree li")) li.classList.toggle("open", li.querySelector("a") && (st.codeDir ? st.codeDir + "/" : "") + li.querySelector("a").textContent === path);
+      clear(pane); add(pane, el("p", { class: "muted" }, "Loading…"));
       try {
         const d = await api("/api/t/" + enc(id) + "/file/" + n + "?path=" + enc(path));
-        clear(body);
+        if (st.sel !== n) return;
+        clear(pane);
         const f = d.file;
-        add(body, el("h2", {}, "Code at part " + n), pathCrumb(n, f.path, true), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "")),
+        const here = f.changed_at.indexOf(n) >= 0;
+        add(pane, el("div", { class: "mono file-name" }, f.path), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "") +
+            (f.added.length ? " · " + f.added.length + " lines added at this part (marked)" : "")),
+          el("div", { class: "changed-at", id: "changed-at" }, "changed at parts: ", f.changed_at.length ? f.changed_at.map((p, i) => [i ? ", " : "", p === n ? el("b", {}, p) : el("a", { "data-part": p, onclick: () => { st.tab = "code"; st.codeFile = path; jump(p); } }, p)]) : "none recorded",
+            f.more_changes ? " …" : "", here ? null : el("span", { class: "muted" }, " (not at this part)")),
           f.binary ? el("p", { class: "muted" }, "Binary file.") : codeBlock(f));
-      } catch (e) { clear(body); add(body, el("p", { class: "bad" }, e.message)); }
+      } catch (e) { clear(pane); add(pane, el("p", { class: "bad" }, e.message)); }
       detail.setAttribute("data-part", n); detail.setAttribute("data-tab", "code");
     }
 
@@ -735,9 +752,10 @@
     function codeBlock(f, id) {
       const pre = el("pre", { class: "file code" + (f.lines ? " hl" : ""), id: id || "file" });
       const lines = f.lines || f.text.split("\n").map((t) => [["", t]]);
+      const added = new Set(f.added || []);
       const frag = document.createDocumentFragment();
       lines.forEach((toks, i) => {
-        const line = el("span", { class: "line" }, el("span", { class: "ln" }, String(i + 1)));
+        const line = el("span", { class: "line" + (added.has(i + 1) ? " added" : "") }, el("span", { class: "ln" }, String(i + 1)));
         for (const [c, t] of toks) line.appendChild(c ? el("span", { class: "t-" + c }, t) : document.createTextNode(t));
         line.appendChild(document.createTextNode("\n"));
         frag.appendChild(line);
