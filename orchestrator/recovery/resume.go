@@ -37,6 +37,9 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, err
 	}
 	st := l.State
+	if st.Playback != "" {
+		return nil, fmt.Errorf("resume %s: it is a rerun (traj replay rerun), answered from its source's recorded model calls; rerun the source again instead", id)
+	}
 	opts, err = remembered(opts, st)
 	if err != nil {
 		return nil, err
