@@ -46,6 +46,8 @@ type Summary struct {
 	// Hours the hours from the first part to them.
 	Milestones map[string]int     `json:"milestones,omitempty"`
 	Hours      map[string]float64 `json:"milestone_hours,omitempty"`
+	// Dollars are the parts' cost up to each milestone.
+	Dollars map[string]float64 `json:"milestone_dollars,omitempty"`
 	// Spark is the score curve in at most sparkPoints [part, rate] points.
 	Spark   [][2]float64 `json:"spark,omitempty"`
 	Warning string       `json:"warning,omitempty"`
@@ -89,10 +91,17 @@ func (s *snapshot) summary(id string) Summary {
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
 	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
 	if len(c.Milestones) > 0 {
-		sum.Milestones, sum.Hours = c.Milestones, map[string]float64{}
+		sum.Milestones, sum.Hours, sum.Dollars = c.Milestones, map[string]float64{}, map[string]float64{}
 		for k, part := range c.Milestones {
-			if i, ok := ix.Find(part); ok && ix.Parts[0].Time > 0 && ix.Parts[i].Time > 0 {
+			i, ok := ix.Find(part)
+			if !ok {
+				continue
+			}
+			if ix.Parts[0].Time > 0 && ix.Parts[i].Time > 0 {
 				sum.Hours[k] = float64(ix.Parts[i].Time-ix.Parts[0].Time) / 3.6e6
+			}
+			if ix.PartCost != nil {
+				sum.Dollars[k] = ix.Parts[i].Cost
 			}
 		}
 	}

@@ -142,7 +142,8 @@
         const solved = rs.filter((r) => r.end_reason === "solved" || r.solved_at).length;
         const mp = (m) => median(rs.map((r) => r.milestones ? r.milestones[m] : null));
         const mh = (m) => median(rs.map((r) => r.milestone_hours ? r.milestone_hours[m] : null));
-        const at = (m) => { const p = mp(m), h = mh(m); return p === null ? "–" : [num(Math.round(p)), h !== null ? el("span", { class: "muted" }, " · " + h.toFixed(1) + " h") : null]; };
+        const md = (m) => median(rs.map((r) => r.milestone_dollars ? r.milestone_dollars[m] : null));
+        const at = (m) => { const p = mp(m), h = mh(m), d = md(m); return p === null ? "–" : [num(Math.round(p)), h !== null ? el("span", { class: "muted" }, " · " + h.toFixed(1) + " h") : null, d !== null ? el("span", { class: "muted" }, " · " + money(d)) : null]; };
         const sources = [...new Set(rs.map((r) => r.score_source).filter(Boolean))].map(srcName).join(", ");
         const ids = rs.map((r) => r.id);
         body.push(el("tr", { class: "group", "data-group": k },
@@ -153,7 +154,7 @@
           el("td", {}, ids.length >= 2 && ids.length <= MAX_COMPARE ? el("a", { href: "#/compare?ids=" + ids.map(enc).join(",") }, "compare") : null)));
       }
       add(groupsBox, el("table", { id: "groups" }, el("tr", {}, el("th", {}, groupBy === "agent" ? "harness" : groupBy), el("th", { class: "num" }, "n"), el("th", { class: "num" }, "mean ± sd"), el("th", { class: "num" }, "best"),
-        el("th", { class: "num" }, "solved"), el("th", { class: "num" }, "median parts to 50%"), el("th", { class: "num" }, "to 90%"), el("th", {}, "score source"), el("th", {}, "")), body));
+        el("th", { class: "num" }, "solved"), el("th", { class: "num" }, "median parts · hours · $ to 50%"), el("th", { class: "num" }, "to 90%"), el("th", {}, "score source"), el("th", {}, "")), body));
     }
     // sparkline draws a row's score curve in a small SVG.
     function sparkline(pts) {
@@ -994,8 +995,9 @@
           data.milestones.map((m) => el("th", { class: "num" }, "→" + pct(m)))),
         ts.map((t) => { const s = t.summary; return el("tr", {}, el("td", { class: "id" }, sw(t), el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", { class: "muted" }, repeatKey(s)), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s)),
           data.milestones.map((m) => { const p = t.curve.milestones[String(m)]; const h = s.milestone_hours ? s.milestone_hours[String(m)] : undefined;
-            return el("td", { class: "num" }, p ? [el("a", { href: "#/t/" + enc(s.id) + "/" + p }, "part " + p), h !== undefined ? el("div", { class: "muted" }, h.toFixed(1) + " h") : null] : "never"); })); })),
-        el("p", { class: "muted" }, "→N%: the first part reaching that overall pass rate, and the hours it took."));
+            const d = s.milestone_dollars ? s.milestone_dollars[String(m)] : undefined;
+            return el("td", { class: "num" }, p ? [el("a", { href: "#/t/" + enc(s.id) + "/" + p }, "part " + p), h !== undefined || d !== undefined ? el("div", { class: "muted" }, [h !== undefined ? h.toFixed(1) + " h" : null, d !== undefined ? money(d) : null].filter(Boolean).join(" · ")) : null] : "never"); })); })),
+        el("p", { class: "muted" }, "→N%: the first part reaching that overall pass rate, the hours and dollars it took."));
       document.body.setAttribute("data-ready", "1");
     })();
     window.addEventListener("resize", draw);
