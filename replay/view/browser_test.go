@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,26 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#tests`)))
 	if tests := text(t, ctx, `#tests`); !strings.Contains(tests, "basics/add") {
 		t.Errorf("tests view:\n%s", tests)
+	}
+	// The tab is anchored to the selected part: basics/add first passed
+	// at part 3, so it passes there and fails at part 2.
+	if at := text(t, ctx, `#tests tr[data-test="basics/add"] td.at-part`); at != "passing" {
+		t.Errorf("basics/add at part 3: %q, want passing", at)
+	}
+	js[bool](t, ctx, `window.trajView.jump(2) && true`)
+	run(t, ctx, "tests at part 2", chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="2"][data-tab="tests"] #tests th[data-key="at"]`)))
+	if at := text(t, ctx, `#tests tr[data-test="basics/add"] td.at-part`); at != "failing" {
+		t.Errorf("basics/add at part 2: %q, want failing", at)
+	}
+	run(t, ctx, "sort tests by first pass", chromedp.Click(chromedp.CSS(`#tests th[data-key="first"]`)))
+	firsts := js[[]string](t, ctx, `[...document.querySelectorAll("#tests tr[data-test]")].map((r) => r.children[1].textContent)`)
+	for i := 1; i < len(firsts); i++ {
+		a, _ := strconv.Atoi(firsts[i-1])
+		b, err := strconv.Atoi(firsts[i])
+		if firsts[i-1] == "never" || err == nil && a > b {
+			t.Errorf("tests sorted by first pass: %v", firsts)
+			break
+		}
 	}
 	run(t, ctx, "model calls tab",
 		chromedp.Click(chromedp.CSS(`#tab-calls`)),

@@ -554,6 +554,12 @@ type TestsView struct {
 	Tests  []testRow          `json:"tests"`
 	// Paths are the agent's run_tests calls (source run_tests).
 	Paths []PathRow `json:"paths"`
+	// Part, when asked for (?part=N), anchors the view: Overall and
+	// AtPart are the score standing at that part (the newest result at
+	// or before it), overall and per suite.
+	Part    int                `json:"part,omitempty"`
+	Overall *float64           `json:"overall_at_part,omitempty"`
+	AtPart  map[string]float64 `json:"at_part,omitempty"`
 }
 
 // PathRow is one test path's run_tests history in the trace.
@@ -576,6 +582,22 @@ func (s *Server) apiTests(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := snap.scores()
 	v := TestsView{Source: sc.Score.Source, Suites: sc.Score.Latest, Tests: []testRow{}, Paths: []PathRow{}}
+	part, err := intParam(r, "part", 0)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	if part > 0 {
+		v.Part, v.AtPart = part, map[string]float64{}
+		if pt, ok := sc.Score.At(part); ok {
+			v.Overall = &pt.Rate
+		}
+		for name, pts := range sc.Score.Suites {
+			if pt, ok := (report.Series{Points: pts}).At(part); ok {
+				v.AtPart[name] = pt.Rate
+			}
+		}
+	}
 	if e := snap.eval; e != nil {
 		v.Tests = e.tests
 	}

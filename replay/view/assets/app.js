@@ -823,33 +823,59 @@
       return pre;
     }
 
+    // showTests shows the score per suite (latest, and standing at the
+    // selected part) and, from an evaluation, each test's history with its
+    // state at the selected part; the tests table sorts by any column.
     async function showTests(body) {
-      const d = await api("/api/t/" + enc(id) + "/tests");
+      const n = st.sel;
+      const d = await api("/api/t/" + enc(id) + "/tests" + (n ? "?part=" + n : ""));
       clear(body);
       if (!d.source) { add(body, el("p", { class: "muted" }, "No test results: the trace has no ground truth or run_tests results and the trajectory has no evaluation (run traj replay evaluate).")); return; }
       const link = (p) => el("a", { onclick: () => jump(p) }, p);
       const links = (ps) => ps && ps.length ? ps.map((p, i) => [i ? ", " : "", link(p)]) : "–";
-      add(body, el("h2", {}, "Score per suite ", el("span", { class: "muted", id: "tests-source", "data-source": d.source }, "(from " + srcName(d.source) + ")")),
-        el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "rate"), el("th", {}, "at part")),
-          d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part))))));
+      const at = d.part ? d.at_part || {} : null;
+      add(body, el("h2", {}, "Score per suite ", el("span", { class: "muted", id: "tests-source", "data-source": d.source }, "(from " + srcName(d.source) + ")"),
+          d.part ? el("span", { class: "muted", id: "tests-at" }, " · at part " + d.part + ": " + pct(d.overall_at_part) + " overall") : null),
+        el("div", { class: "table-wrap" }, el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), at ? el("th", { class: "num" }, "at part " + d.part) : null, el("th", { class: "num" }, "latest passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "latest rate"), el("th", {}, "latest at part")),
+          d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), at ? el("td", { class: "num at-part" }, s.suite in at ? pct(at[s.suite]) : "–") : null, el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part)))))));
       if (d.tests.length) {
+        // A test's state at part n: the newest of its first pass, breaks
+        // and fixes at or before n.
+        const passingAt = (t) => {
+          let last = 0, pass = false;
+          if (t.first_pass && t.first_pass <= n) { last = t.first_pass; pass = true; }
+          for (const b of t.broken_at || []) if (b <= n && b >= last) { last = b; pass = false; }
+          for (const f of t.fixed_at || []) if (f <= n && f > last) { last = f; pass = true; }
+          return pass;
+        };
         let filter = (st.testFilter || "").toLowerCase();
+        let sortKey = st.testSort || "test", sortDir = st.testSortDir || 1;
         const box = el("input", { type: "search", placeholder: "filter tests", value: st.testFilter || null, oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
         st.testFilter = "";
         const table = el("table", { id: "tests" });
         const LIMIT = 1500;
+        const keyOf = {
+          test: (t) => t.test, first: (t) => t.first_pass || Infinity, broken: (t) => (t.broken_at || []).length, fixed: (t) => (t.fixed_at || []).length,
+          at: (t) => n ? (passingAt(t) ? 1 : 0) : 0, end: (t) => t.passing_at_end ? 1 : 0,
+        };
+        const cols = [["test", "test"], ["first", "first passed at"], ["broken", "broken at"], ["fixed", "fixed at"]].concat(n ? [["at", "at part " + n]] : [], [["end", "at the end"]]);
         const draw = () => {
           clear(table);
-          add(table, el("tr", {}, el("th", {}, "test"), el("th", {}, "first passed at"), el("th", {}, "broken at"), el("th", {}, "fixed at"), el("th", {}, "at the end")));
+          add(table, el("tr", {}, cols.map(([k, label]) => el("th", { class: "sortable", "data-key": k, onclick: () => { sortDir = sortKey === k ? -sortDir : 1; sortKey = k; st.testSort = k; st.testSortDir = sortDir; draw(); } },
+            label + (k === sortKey ? (sortDir > 0 ? " ▲" : " ▼") : "")))));
           const shown = d.tests.filter((t) => !filter || t.test.toLowerCase().includes(filter));
+          const kf = keyOf[sortKey] || keyOf.test;
+          shown.sort((a, b) => { const x = kf(a), y = kf(b); return (x < y ? -1 : x > y ? 1 : 0) * sortDir; });
           for (const t of shown.slice(0, LIMIT)) {
-            add(table, el("tr", {}, el("td", { class: "mono" }, t.test), el("td", {}, t.first_pass ? link(t.first_pass) : "never"), el("td", { class: "bad" }, links(t.broken_at)), el("td", {}, links(t.fixed_at)),
+            const now = n ? passingAt(t) : null;
+            add(table, el("tr", { "data-test": t.test }, el("td", { class: "mono" }, t.test), el("td", {}, t.first_pass ? link(t.first_pass) : "never"), el("td", { class: "bad" }, links(t.broken_at)), el("td", {}, links(t.fixed_at)),
+              n ? el("td", { class: "at-part " + (now ? "good" : "bad") }, now ? "passing" : "failing") : null,
               el("td", { class: t.passing_at_end ? "good" : "bad" }, t.passing_at_end ? "passing" : "failing")));
           }
-          if (shown.length > LIMIT) add(table, el("tr", {}, el("td", { class: "muted", colspan: 5 }, (shown.length - LIMIT) + " more: filter to narrow")));
+          if (shown.length > LIMIT) add(table, el("tr", {}, el("td", { class: "muted", colspan: cols.length }, (shown.length - LIMIT) + " more: filter to narrow")));
         };
         draw();
-        add(body, el("h2", {}, "Tests (from the evaluation)"), el("div", { class: "toolbar" }, box, el("span", { class: "muted" }, d.tests.length + " tests")), table);
+        add(body, el("h2", {}, "Tests (from the evaluation)"), el("div", { class: "toolbar" }, box, el("span", { class: "muted" }, d.tests.length + " tests · click a column to sort")), el("div", { class: "table-wrap" }, table));
       }
       if (d.paths.length) {
         add(body, el("h2", {}, "The agent's run_tests calls ", el("span", { class: "muted" }, d.source === "run_tests" ? "(the only results known: the agent's claim)" : "(its own claim, not the score)")), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "calls"), el("th", {}, "best"), el("th", {}, "first call"), el("th", {}, "last")),
