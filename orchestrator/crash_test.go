@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/trajlab/traj/trace/store"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // trajProc is one `traj run` started by a test as a separate process.
@@ -343,16 +345,28 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 		// bundle write).
 		args = append([]string{"run", "--resume", id()}, common...)
 		if c := lastCommit(last); c != "" && inHistoryBundles(t, dir, c) {
-			// A SIGKILLed run leaves the workspace's disk image mounted
-			// (the next run takes the mount over); gone here means what a
-			// reboot and an rm -rf leave: no mount, no image, no files.
-			if err := disk.Unmount(workspace); err != nil {
+			// A SIGKILLed run leaves the sandbox's disk image mounted (the
+			// next run takes the mounts over); gone here means what a
+			// reboot and an rm -rf of the workspace's files and the
+			// history leave: no mount, an empty workspace in the image
+			// (which keeps the harness's state), no checkpoint history.
+			sandboxDir := filepath.Dir(workspace)
+			if err := disk.UnmountUnder(sandboxDir); err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range []string{workspace, filepath.Join(filepath.Dir(workspace), folder.DiskImageName), filepath.Join(filepath.Dir(workspace), folder.CheckpointsName)} {
-				if err := os.RemoveAll(d); err != nil {
+			unmount, err := orchestrator.AttachWorkspace(t.Context(), sandboxDir, workspace, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ents, _ := os.ReadDir(workspace)
+			for _, e := range ents {
+				if err := os.RemoveAll(filepath.Join(workspace, e.Name())); err != nil {
 					t.Fatal(err)
 				}
+			}
+			unmount()
+			if err := os.RemoveAll(filepath.Join(sandboxDir, folder.CheckpointsName)); err != nil {
+				t.Fatal(err)
 			}
 			t.Logf("chain %d: workspace and checkpoint history deleted before the last resume (last commit %s)", chain, c)
 		}

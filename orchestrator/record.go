@@ -54,6 +54,15 @@ type Recorded struct {
 	LastBundled string
 }
 
+// rerunOf is the trace's rerun_of (nil: not a rerun).
+func rerunOf(o Options) *trace.Lineage {
+	if o.Rerun == nil {
+		return nil
+	}
+	l := o.Rerun.Of
+	return &l
+}
+
 // Record runs the recording from s: run.json, the harness, the trace
 // (created or continued), the turn loop, then the final checkpoint,
 // session_end, bundle and uploads.
@@ -67,7 +76,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Workspace: p.Workspace, SandboxDir: p.Sandbox, Checkpoints: filepath.Join(p.Sandbox, folder.CheckpointsName),
 		StartedAt: s.StartedAt, Status: "running", PID: os.Getpid(),
 		Script: absPath(opts.Script), BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs, TestsDir: absPath(opts.TestsDir),
-		HarnessBin: opts.AgentBin, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price}
+		HarnessBin: opts.AgentBin, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
+		Playback: absPath(opts.playback())}
 	if strings.ContainsRune(state.HarnessBin, filepath.Separator) {
 		state.HarnessBin = absPath(state.HarnessBin)
 	}
@@ -119,13 +129,18 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		return nil, err
 	}
 	sc.start(ctx, opts.Reporter, opts.Now)
-	ag, err := launch.Start(ctx, launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
+	lspec := launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
 		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log,
 		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
-		Parts: func() int { return int(partsSoFar.Load()) },
-		Tools: tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)})
+		Parts:    func() int { return int(partsSoFar.Load()) },
+		Playback: opts.playback(),
+		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)}
+	if opts.Rerun != nil {
+		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
+	}
+	ag, err := launch.Start(ctx, lspec)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +173,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
 	w, err := openTrace(s, trace.Header{
 		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: trace.AgentID{Name: ag.Harness, Version: ag.Version}.String(), AgentModel: opts.Model,
-		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,
+		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture, RerunOf: rerunOf(opts),
 	}, wopts, opts.Now)
 	if err != nil {
 		return nil, err
@@ -334,7 +349,7 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 			if out.Detail == "" {
 				out.Detail = solved
 			}
-		case trace.EndPartLimit, trace.EndTimeout, trace.EndTokenLimit, trace.EndCostLimit:
+		case trace.EndPartLimit, trace.EndTimeout, trace.EndTokenLimit, trace.EndCostLimit, trace.EndRecordedCallsSpent:
 			out.Detail = solved + " (the loop ended: " + out.Reason + ")"
 			out.Reason = trace.EndSolved
 		default:

@@ -89,6 +89,22 @@ type Options struct {
 	// StallTimeout is the stall watchdog (LoopConfig.StallTimeout; 30 min
 	// when 0).
 	StallTimeout time.Duration
+	// Rerun, when set, makes the run a re-execution of a recorded
+	// trajectory (`traj replay rerun`): its model calls are answered from
+	// the source's record, never by a provider.
+	Rerun *Rerun
+}
+
+// Rerun is what re-executes a recorded trajectory.
+type Rerun struct {
+	// Of names the source (the trace's rerun_of).
+	Of trace.Lineage
+	// Calls is the source's model_calls.jsonl on this machine.
+	Calls string
+	// AgentVersion is the harness version the source recorded; another is
+	// refused unless AllowOtherVersion.
+	AgentVersion      string
+	AllowOtherVersion bool
 }
 
 // Result is what a run produced.
@@ -146,6 +162,9 @@ func (o *Options) Validate() error {
 	if o.MaxCost > 0 && o.Price == nil && o.Script == "" {
 		return errors.New("--max-cost needs --price (dollars per million input and output tokens) to price the model calls")
 	}
+	if o.Rerun != nil && (o.Script != "" || o.BaseURL != "" || o.Rerun.Calls == "") {
+		return errors.New("a rerun is answered from its source's model calls: no --script or --base-url")
+	}
 	if o.Script != "" && !strings.HasPrefix(o.Model, launch.ScriptedProvider+"/") {
 		return fmt.Errorf("--script serves the %q provider: use --model %s/<name>", launch.ScriptedProvider, launch.ScriptedProvider)
 	}
@@ -199,7 +218,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := makeFolders(ctx, s); err != nil {
 		return nil, err
 	}
-	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.Logger)
+	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.Agent, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +230,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // only after the trajectory folder exists (see launch.Preflight).
 func Preflight(ctx context.Context, opts Options, tk *task.Task) error {
 	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Agent: opts.Agent,
-		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Sandbox: opts.Sandbox})
+		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Playback: opts.playback(), Sandbox: opts.Sandbox})
+}
+
+// playback is the model-call record a rerun plays ("": none).
+func (o Options) playback() string {
+	if o.Rerun == nil {
+		return ""
+	}
+	return o.Rerun.Calls
 }
 
 // openStore opens the run's store (opts.StoreImpl, else opts.Store).

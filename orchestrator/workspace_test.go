@@ -1,15 +1,20 @@
 package orchestrator
 
 import (
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/disk"
+	"github.com/trajlab/traj/sandbox/harness"
 )
 
 // TestMountWorkspace: which workspace gets a disk cap, and that a mount
@@ -25,12 +30,17 @@ func TestMountWorkspace(t *testing.T) {
 	const size = disk.MinSize
 	for _, tc := range []struct {
 		name    string
+		agent   string // "" is OpenCode
+		legacy  bool   // a workspace-only image, as recorded before the cap held harness state
 		opts    launch.SandboxOptions
 		files   bool // the workspace holds files before (recorded without a cap)
 		mounted bool
 		fails   bool
 	}{
 		{name: "new", opts: launch.SandboxOptions{Disk: size}, mounted: true},
+		{name: "new claude-code", agent: "claude-code", opts: launch.SandboxOptions{Disk: size}, mounted: true},
+		{name: "new codex", agent: "codex", opts: launch.SandboxOptions{Disk: size}, mounted: true},
+		{name: "workspace-only image", legacy: true, opts: launch.SandboxOptions{Disk: -1}, mounted: true},
 		{name: "default", opts: launch.SandboxOptions{Disk: size, DiskOptional: true}, mounted: true},
 		{name: "off", opts: launch.SandboxOptions{Disk: -1}},
 		{name: "local default", opts: launch.SandboxOptions{Disk: size, DiskOptional: true, Provider: sandbox.ProviderLocal}},
@@ -44,7 +54,19 @@ func TestMountWorkspace(t *testing.T) {
 			if tc.files {
 				write(t, filepath.Join(p.Workspace, "main.c"), "int main;\n")
 			}
-			unmount, err := MountWorkspace(t.Context(), p, tc.opts, log)
+			if tc.legacy {
+				if err := os.MkdirAll(p.Sandbox, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := disk.Create(t.Context(), filepath.Join(p.Sandbox, folder.WorkspaceImageName), size); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := harness.Lookup(tc.agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unmount, err := MountWorkspace(t.Context(), p, tc.opts, tc.agent, log)
 			if tc.fails {
 				if err == nil {
 					unmount()
@@ -64,9 +86,40 @@ func TestMountWorkspace(t *testing.T) {
 				return
 			}
 			write(t, filepath.Join(p.Workspace, "kept.txt"), "kept\n")
+			// Every folder the harness's sandbox may write is in the cap
+			// too (not for an image recorded as the workspace's alone).
+			state, err := h.WritableState(p.Sandbox)
+			if err != nil {
+				unmount()
+				t.Fatal(err)
+			}
+			for _, d := range state {
+				if m, _ := disk.Mounted(d); m == tc.legacy {
+					unmount()
+					t.Fatalf("state folder %s mounted %v", d, m)
+				}
+			}
+			if !tc.legacy {
+				// The cap is shared: the state folder fills it.
+				f, err := os.Create(filepath.Join(state[0], "fill"))
+				if err != nil {
+					unmount()
+					t.Fatal(err)
+				}
+				_, err = f.Write(make([]byte, 2*size))
+				f.Close()
+				if !errors.Is(err, syscall.ENOSPC) {
+					unmount()
+					t.Fatalf("writing twice the cap into %s: %v, want ENOSPC", state[0], err)
+				}
+				if err := os.Remove(filepath.Join(state[0], "fill")); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(state[0], "session.json"), "{}\n")
+			}
 			// Killed: no unmount. The resume mounts the image again, over
-			// the mount left behind, whatever it is asked.
-			again, err := MountWorkspace(t.Context(), p, launch.SandboxOptions{Disk: -1}, log)
+			// the mounts left behind, whatever it is asked.
+			again, err := MountWorkspace(t.Context(), p, launch.SandboxOptions{Disk: -1}, tc.agent, log)
 			if err != nil {
 				unmount()
 				t.Fatal(err)
@@ -75,12 +128,27 @@ func TestMountWorkspace(t *testing.T) {
 			if m, _ := disk.Mounted(p.Workspace); m {
 				t.Fatal("still mounted after the unmount")
 			}
+			if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), p.Sandbox) {
+				t.Fatalf("a mount under the sandbox folder is left:\n%s", b)
+			}
+			if !tc.legacy {
+				if _, err := os.Stat(filepath.Join(state[0], "session.json")); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("the harness's state is on the host disk, not in the image (%v)", err)
+				}
+			}
 			// Finalize finds the files in the image.
 			fin, err := AttachWorkspace(t.Context(), p.Sandbox, p.Workspace, log)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(filepath.Join(p.Workspace, "kept.txt"))
+			if !tc.legacy {
+				// Finalize knows no harness: the image lists its folders.
+				if _, err := os.Stat(filepath.Join(state[0], "session.json")); err != nil {
+					fin()
+					t.Fatalf("finalize does not see the harness's state: %v", err)
+				}
+			}
 			fin()
 			if err != nil || string(b) != "kept\n" {
 				t.Fatalf("finalize reads %q, %v", b, err)

@@ -20,6 +20,10 @@
 //	started_at       RFC 3339 (traj writes UTC with microseconds).
 //	task             traj: the task name.
 //	environment      traj: {name, version, test_paths}: what scored the run.
+//	capture          traj: what the checkpoints record.
+//	rerun_of         traj: {trajectory_id, store, agent, until_part}: the
+//	                 trajectory a `traj replay rerun` re-executed from its
+//	                 recorded model calls; part n is the rerun of its part n.
 //	turns            array of turns (below).
 //	artifacts        {agent_trace, repo_bundle: URI}; {} while running.
 //	session_end      null while running, then {reason, total_parts,
@@ -27,7 +31,8 @@
 //	                 detail, tokens, cost. reason is one of solved,
 //	                 part_limit, timeout, agent_error, envoi_error,
 //	                 interrupted, token_limit, cost_limit,
-//	                 model_unreachable.
+//	                 model_unreachable, recorded_calls_spent (a rerun
+//	                 whose harness asked for more calls than recorded).
 //
 // A turn: turn (number, 1-based), timestamp, prompt, traj's session_id,
 // parts, traj's trailing_parts (verbatim server parts after the last

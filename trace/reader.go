@@ -21,6 +21,7 @@ type Header struct {
 	Task          string           `json:"task,omitempty"`
 	Environment   *EnvironmentInfo `json:"environment,omitempty"`
 	Capture       *CaptureRules    `json:"capture,omitempty"`
+	RerunOf       *Lineage         `json:"rerun_of,omitempty"`
 }
 
 // Header returns the header fields of t.
@@ -28,7 +29,7 @@ func (t *Trace) Header() Header {
 	return Header{
 		SchemaVersion: t.SchemaVersion, TrajectoryID: t.TrajectoryID, SessionID: t.SessionID,
 		Agent: t.Agent, AgentModel: t.AgentModel, StartedAt: t.StartedAt,
-		Task: t.Task, Environment: t.Environment, Capture: t.Capture,
+		Task: t.Task, Environment: t.Environment, Capture: t.Capture, RerunOf: t.RerunOf,
 	}
 }
 

@@ -22,6 +22,9 @@ const (
 	EndTokenLimit       = "token_limit"
 	EndCostLimit        = "cost_limit"
 	EndModelUnreachable = "model_unreachable"
+	// EndRecordedCallsSpent ends a rerun whose harness asked for more
+	// model calls than its source recorded.
+	EndRecordedCallsSpent = "recorded_calls_spent"
 )
 
 // Artifact keys in the artifacts map.
@@ -46,10 +49,27 @@ type Trace struct {
 	Environment *EnvironmentInfo `json:"environment,omitempty"`
 	// Capture is what the checkpoints record: traj's and the task's
 	// rules, never the workspace's .gitignore (traj).
-	Capture    *CaptureRules     `json:"capture,omitempty"`
+	Capture *CaptureRules `json:"capture,omitempty"`
+	// RerunOf names the trajectory this one re-executed from its recorded
+	// model calls (`traj replay rerun`): part n here is the rerun of the
+	// source's part n (traj).
+	RerunOf    *Lineage          `json:"rerun_of,omitempty"`
 	Turns      []Turn            `json:"turns"`
 	Artifacts  map[string]string `json:"artifacts"`
 	SessionEnd *SessionEnd       `json:"session_end"`
+}
+
+// Lineage names the trajectory another one came from (traj).
+type Lineage struct {
+	TrajectoryID string `json:"trajectory_id"`
+	// Store is the source's store URL when it is not this trajectory's.
+	Store string `json:"store,omitempty"`
+	// Agent is the source's agent field (name@version), which may differ
+	// from this trajectory's (--allow-other-version).
+	Agent string `json:"agent,omitempty"`
+	// UntilPart is the last source part the rerun was asked to reach
+	// (0: all of them).
+	UntilPart int `json:"until_part,omitempty"`
 }
 
 // EnvironmentInfo identifies the environment a trajectory was scored by.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,11 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/claudecode"
 	"github.com/trajlab/traj/sandbox/codex"
-	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
 )
@@ -320,15 +320,13 @@ func (a *attack) check(t *testing.T, traj string, runs int) {
 	all := func(n int) string { return strings.Join(results[n], "\n") }
 	isolated := a.provider != sandbox.ProviderLocal
 
-	// The workspace lives in its disk image (--disk's default cap), which
-	// the run unmounted when it ended.
-	img := filepath.Join(filepath.Dir(a.wsHost), folder.DiskImageName)
-	if _, err := os.Stat(img); err == nil {
-		if err := disk.Attach(t.Context(), img, a.wsHost); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = disk.Unmount(a.wsHost) })
+	// The workspace lives in the sandbox's disk image (--disk's default
+	// cap), which the run unmounted when it ended.
+	unmount, err := orchestrator.AttachWorkspace(t.Context(), filepath.Dir(a.wsHost), a.wsHost, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(unmount)
 	// Never, in any provider: the workspace configuration, the operator's
 	// environment.
 	for _, m := range a.h.markers {

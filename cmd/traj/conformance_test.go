@@ -138,6 +138,8 @@ func TestHarnessConformance(t *testing.T) {
 			if b, err := os.ReadFile(evalOut); err != nil || json.Unmarshal(b, &ev) != nil || ev.Commits == 0 {
 				t.Fatalf("evaluate evaluated no commit: %v", err)
 			}
+
+			checkRerun(t, exe, st, id, tr, want.parts)
 		})
 	}
 }
@@ -528,4 +530,111 @@ func TestFixtureShapeSeesDrift(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRerun reruns the recorded trajectory from its model calls (traj
+// replay rerun): every part and checkpoint tree must be reproduced. Then
+// it perturbs one recorded response (the text "Writing build.sh." every
+// e2e script opens with) in a copy of the trajectory: the rerun must name
+// the part that text became as its first divergence, in the text.
+func checkRerun(t *testing.T, exe, st, id string, tr *trace.Trace, parts int) {
+	t.Helper()
+	rerun := func(store, src, out string) (int, string) {
+		cmd := exec.Command(exe, "replay", "rerun", src, "--store", store, "--trajectory-id", src+"-rerun",
+			"--output", out, "--quiet")
+		cmd.Dir = filepath.Join("..", "..")
+		b, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(b)
+	}
+	readRep := func(p string) rerunReport {
+		var r rerunReport
+		b, err := os.ReadFile(p)
+		if err != nil || json.Unmarshal(b, &r) != nil {
+			t.Fatalf("rerun.json %s: %v", p, err)
+		}
+		return r
+	}
+	out := filepath.Join(t.TempDir(), "rerun.json")
+	code, o := rerun(st, id, out)
+	if code != 0 || !strings.Contains(o, fmt.Sprintf("reproduced %d/%d parts", parts, parts)) {
+		t.Fatalf("rerun of %s: exit %d, want 0 and reproduced %d/%d parts:\n%s", id, code, parts, parts, o)
+	}
+	rep := readRep(out)
+	if rep.Checkpoints == 0 || rep.FirstTree != nil || rep.RerunParts != parts {
+		t.Fatalf("rerun report %+v", rep)
+	}
+	rtr := readConformanceTrace(t, filepath.Join(st, "trajectories", id+"-rerun", "agent_trace.json"), []byte(o))
+	if rtr.RerunOf == nil || rtr.RerunOf.TrajectoryID != id || rtr.Agent != tr.Agent {
+		t.Fatalf("rerun trace: rerun_of %+v, agent %q; want %s, %q", rtr.RerunOf, rtr.Agent, id, tr.Agent)
+	}
+	t.Logf("rerun: %s", strings.TrimSpace(o[strings.LastIndex(o, "reproduced"):]))
+
+	// One response perturbed.
+	st2 := t.TempDir()
+	dst := filepath.Join(st2, "trajectories", id)
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(st, "trajectories", id))); err != nil {
+		t.Fatal(err)
+	}
+	calls := filepath.Join(dst, "model_calls.jsonl")
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	perturbed := false
+	for i, l := range lines {
+		var c map[string]any
+		if json.Unmarshal([]byte(l), &c) != nil {
+			continue
+		}
+		resp, _ := c["response"].(string)
+		if !perturbed && strings.Contains(resp, "build.sh.") {
+			c["response"] = strings.Replace(resp, "build.sh.", "BUILD.sh.", 1)
+			nb, _ := json.Marshal(c)
+			lines[i] = string(nb) + "\n"
+			perturbed = true
+		}
+	}
+	if !perturbed {
+		t.Fatal("no recorded response holds the text build.sh.")
+	}
+	if err := os.WriteFile(calls, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	r := harness.Reader(tr.Agent)
+	for _, p := range allParts(tr) {
+		if np, _ := r.Part(p.PartID, agent.Kind(p.PartType), p.Content); want == 0 && strings.Contains(np.Text, "Writing build.sh.") {
+			want = p.Part
+		}
+	}
+	out2 := filepath.Join(t.TempDir(), "rerun.json")
+	code, o = rerun(st2, id, out2)
+	rep = readRep(out2)
+	if code != 3 || rep.FirstPart == nil || rep.FirstPart.Part != want || rep.FirstPart.Field != "text" ||
+		!strings.Contains(rep.FirstPart.Rerun, "BUILD.sh.") || rep.Reproduced != want-1 {
+		t.Fatalf("perturbed rerun: exit %d, report %+v; want exit 3 and the first divergence at part %d (text)\n%s", code, rep, want, o)
+	}
+}
+
+// rerunReport is what the test reads of rerun.json.
+type rerunReport struct {
+	SourceParts int `json:"source_parts"`
+	RerunParts  int `json:"rerun_parts"`
+	Reproduced  int `json:"reproduced"`
+	Checkpoints int `json:"checkpoints"`
+	FirstPart   *struct {
+		Part  int    `json:"part"`
+		Field string `json:"field"`
+		Rerun string `json:"rerun"`
+	} `json:"first_part"`
+	FirstTree *struct {
+		Part int `json:"part"`
+	} `json:"first_tree"`
 }

@@ -14,17 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/sandbox/opencode"
 )
 
-// TestDiskCap attacks the workspace disk cap (--disk): the scripted agent
-// writes 200 MiB into a 64 MiB workspace, then makes room and writes a
-// small file; a resume finds that file again. The write must fail inside
-// the sandbox with ENOSPC, the disk that holds the store must never grow
-// by more than the cap (sampled during the run), the trace must be valid
-// with every later part recorded, and no mount may outlive a run.
+// TestDiskCap attacks the sandbox's disk cap (--disk), in bwrap and in a
+// container: the scripted agent writes 200 MiB of random bytes into a
+// 64 MiB workspace (OpenCode then snapshots them), makes room and writes
+// a small file, then writes 200 MiB into OpenCode's own state folder; a
+// resume finds the small file again. Both writes must fail inside the
+// sandbox with ENOSPC, the disk that holds the store must never grow by
+// more than the cap and what a run writes besides (sampled during the
+// run), the trace must be valid with every later part recorded, and no
+// mount may outlive a run.
 func TestDiskCap(t *testing.T) {
 	if err := disk.Available(); err != nil {
 		if os.Geteuid() != 0 && os.Getenv("CI") == "" {
@@ -37,12 +41,22 @@ func TestDiskCap(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (make setup)", err)
 	}
-	provider := sandbox.ProviderBwrap
-	requireSandbox(t, provider)
+	for _, provider := range []string{sandbox.ProviderBwrap, sandbox.ProviderContainer} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			requireSandbox(t, provider)
+			diskCap(t, traj, bin, provider)
+		})
+	}
+}
+
+// diskCap is TestDiskCap in one provider.
+func diskCap(t *testing.T, traj, bin, provider string) {
 	const capBytes = 64 << 20
-	// What else a run writes beside the workspace: trace, logs, the
-	// checkpoint history (the big file is a stub there), OpenCode's state.
-	const besides = 32 << 20
+	// What else a run writes beside the sandbox's image: trace, logs, the
+	// checkpoint history (the big file is a stub there). OpenCode's state
+	// (its snapshots copy the workspace) is in the image.
+	const besides = 16 << 20
 	root := t.TempDir()
 	store := filepath.Join(root, "store")
 	id := "disk-" + provider
@@ -53,8 +67,13 @@ func TestDiskCap(t *testing.T) {
 		return string(b) + "\n"
 	}
 	first := filepath.Join(root, "first.jsonl")
-	write(t, first, shell("echo FILL; dd if=/dev/zero of=big bs=1M count=200 2>&1; echo dd status=$?; sleep 1")+
-		shell("echo ROOM; rm -f big && echo small > small.txt && echo SMALL-WRITTEN")+`{"text":"Done."}`+"\n")
+	// Incompressible bytes (a git snapshot of them is as big), into the
+	// workspace and then into the harness's own state folder, which the
+	// agent's sandbox shows writable.
+	write(t, first, shell("echo FILL; dd if=/dev/urandom of=big bs=1M count=200 2>&1; echo dd status=$?; sleep 1")+
+		shell("echo ROOM; rm -f big && echo small > small.txt && echo SMALL-WRITTEN")+
+		shell("echo STATE; dd if=/dev/urandom of=/opt/opencode/xdg/data/junk bs=1M count=200 2>&1; echo dd status=$?; rm -f /opt/opencode/xdg/data/junk")+
+		`{"text":"Done."}`+"\n")
 	again := filepath.Join(root, "again.jsonl")
 	write(t, again, shell("echo RESUMED; cat small.txt; df -k . | tail -1")+`{"text":"Done."}`+"\n")
 
@@ -112,7 +131,7 @@ func TestDiskCap(t *testing.T) {
 		for _, p := range turn.Parts {
 			var content any
 			_ = json.Unmarshal(p.Content, &content)
-			for _, m := range []string{"FILL", "ROOM", "RESUMED"} {
+			for _, m := range []string{"FILL", "ROOM", "STATE", "RESUMED"} {
 				if o := longestWithPrefix(content, m+"\n"); o != "" {
 					outputs[m] = o
 				}
@@ -133,6 +152,9 @@ func TestDiskCap(t *testing.T) {
 	if bigSize <= 0 || bigSize > capBytes {
 		t.Errorf("the checkpoint recorded big at %d bytes; want some, at most the cap %d", bigSize, capBytes)
 	}
+	if !strings.Contains(outputs["STATE"], "No space left on device") || !strings.Contains(outputs["STATE"], "dd status=1") {
+		t.Errorf("the 200 MiB write into OpenCode's state folder did not fail with ENOSPC: %q", outputs["STATE"])
+	}
 	if !strings.Contains(outputs["ROOM"], "SMALL-WRITTEN") {
 		t.Errorf("the part after the full disk did not go on: %q", outputs["ROOM"])
 	}
@@ -142,8 +164,8 @@ func TestDiskCap(t *testing.T) {
 	if tr.SessionEnd == nil || len(tr.Turns) < 2 {
 		t.Errorf("session_end %+v after %d turns; want a finished trace of both runs", tr.SessionEnd, len(tr.Turns))
 	}
-	if a := hostUse(filepath.Join(store, "sandboxes", id, "workspace.img")); a > capBytes {
-		t.Errorf("the workspace image holds %d bytes, over the cap %d", a, capBytes)
+	if a := hostUse(filepath.Join(store, "sandboxes", id, folder.DiskImageName)); a > capBytes {
+		t.Errorf("the sandbox's image holds %d bytes, over the cap %d", a, capBytes)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mounts), root) {

@@ -25,6 +25,7 @@ type ReplayCmd struct {
 	CheckoutPart ReplayCheckoutPartCmd `cmd:"" name:"checkout-part" help:"Write the repository as it was after one part."`
 	Evaluate     ReplayEvaluateCmd     `cmd:"" help:"Evaluate every distinct repository state of a trajectory against the test suites."`
 	Verify       ReplayVerifyCmd       `cmd:"" help:"Check a trajectory's integrity: parts, commits, checkpoints, bundle."`
+	Rerun        ReplayRerunCmd        `cmd:"" help:"Re-execute a trajectory from its recorded model calls (same harness, task, sandbox; no provider called) and compare it with the source."`
 }
 
 // replaySource names the trajectory to replay: REF, as for every command

@@ -53,7 +53,7 @@ type RunCmd struct {
 	CPUs         float64       `name:"cpus" help:"CPU time the sandbox may use, in CPUs (default: no limit)."`
 	Memory       string        `help:"Memory limit for the whole sandbox, e.g. 4g or 512m; 'none' for no limit (default 4g)."`
 	Pids         int           `help:"Most processes and threads at once in the sandbox (default 4096)."`
-	Disk         string        `help:"Disk cap of the workspace, e.g. 4g or 512m: a filesystem image mounted at it (needs root), so the agent's writes beyond it fail with ENOSPC and never fill the disk of the store; 'off' for none (default 4g where traj runs as root and the sandbox is not local, else none; with --resume: the recorded one)."`
+	Disk         string        `help:"Disk cap of what the agent's sandbox writes (workspace, harness state), e.g. 4g or 512m: a filesystem image holding them (needs root), so the agent's writes beyond it fail with ENOSPC and never fill the disk of the store; 'off' for none (default 4g where traj runs as root and the sandbox is not local, else none; with --resume: the recorded one)."`
 	Network      string        `help:"Network policy: none, gateways (only what traj serves: the model endpoint) or full (the host's). Default: gateways when the model endpoint is on this machine, else full." enum:"none,gateways,full," default:""`
 	PassEnv      []string      `name:"pass-env" help:"Pass this variable from your environment into the sandbox (repeatable). The agent gets only LANG, LC_*, TERM, TZ, the --api-key-env variables and these." placeholder:"NAME"`
 	JSON         bool          `help:"Print progress as JSON lines on stdout (see orchestrator/progress)."`

@@ -48,9 +48,9 @@ func RemoveSandbox(ctx context.Context, w *Where, id string) (bool, error) {
 	if err := checkFinalized(ctx, w, id); err != nil {
 		return false, err
 	}
-	// A recorder killed with SIGKILL leaves its workspace mounted (a disk
+	// A recorder killed with SIGKILL leaves its sandbox mounted (a disk
 	// cap); removing the folder under the mount would fail half-way.
-	if err := disk.Unmount(filepath.Join(dir, "workspace")); err != nil {
+	if err := disk.UnmountUnder(dir); err != nil {
 		return false, fmt.Errorf("remove sandbox of %s: %w", id, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -12,9 +12,16 @@ const (
 	// SandboxesDir holds each trajectory's sandbox (workspace, harness
 	// state), outside the trajectory folder so it never reaches the store.
 	SandboxesDir = "sandboxes"
-	// DiskImageName is the workspace's filesystem image in the sandbox
-	// folder, mounted at the workspace when it has a disk limit.
-	DiskImageName = "workspace.img"
+	// DiskImageName is the sandbox's filesystem image in the sandbox
+	// folder when it has a disk limit: mounted at DiskMountName, it holds
+	// every folder the agent's sandbox may write (the workspace, the
+	// harness's writable state), each bound at its place.
+	DiskImageName = "sandbox.img"
+	// DiskMountName is where the image is mounted in the sandbox folder.
+	DiskMountName = "disk"
+	// WorkspaceImageName is the image of a trajectory recorded before the
+	// cap held the harness's state: mounted at the workspace alone.
+	WorkspaceImageName = "workspace.img"
 )
 
 // Paths are the local folders of trajectory ID under a work folder.
@@ -33,7 +40,7 @@ func PathsOf(work, id string) Paths {
 		Workspace: filepath.Join(sb, "workspace")}
 }
 
-// DiskImage is the workspace's filesystem image (see DiskImageName).
+// DiskImage is the sandbox's filesystem image (see DiskImageName).
 func (p Paths) DiskImage() string { return filepath.Join(p.Sandbox, DiskImageName) }
 
 // TracePath is the local agent_trace.json.

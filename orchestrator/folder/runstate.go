@@ -34,7 +34,10 @@ type RunState struct {
 	BaseURL    string   `json:"base_url,omitempty"`
 	APIKeyEnvs []string `json:"api_key_envs,omitempty"`
 	HarnessBin string   `json:"harness_bin,omitempty"`
-	TestsDir   string   `json:"tests_dir,omitempty"`
+	// Playback is the source's model-call record of a rerun (traj replay
+	// rerun), which answered its model calls; a rerun is not resumed.
+	Playback string `json:"playback,omitempty"`
+	TestsDir string `json:"tests_dir,omitempty"`
 	// Sandbox is the sandbox the run asked for, as launch.SandboxOptions
 	// encodes it: the folder keeps it whole without knowing how a run is
 	// launched (resume decodes it).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/sandbox/scripted"
 )
 
@@ -27,6 +28,9 @@ type Check struct {
 	// Model is PROVIDER/MODEL; Script serves it offline; BaseURL is a
 	// custom endpoint.
 	Model, Script, BaseURL string
+	// Playback is a rerun's recorded model-call record: the model is
+	// served from it, no endpoint is checked.
+	Playback string
 	// Sandbox is where the agent will run.
 	Sandbox SandboxOptions
 }
@@ -46,6 +50,16 @@ func Preflight(ctx context.Context, c Check) error {
 	}
 	if err := c.Sandbox.Check(); err != nil {
 		return err
+	}
+	if c.Playback != "" {
+		calls, err := playback.Load(c.Playback)
+		if err == nil && len(calls) == 0 {
+			err = fmt.Errorf("%s holds no model call a rerun can play", c.Playback)
+		}
+		if err != nil {
+			return fmt.Errorf("rerun: %w", err)
+		}
+		return nil
 	}
 	if c.Script != "" {
 		_, err := scripted.Load(c.Script)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/sandbox/scripted"
+	"github.com/trajlab/traj/trace"
 )
 
 // modelTokenEnv names the variable that holds the per-trajectory token the
@@ -23,6 +25,9 @@ type endpointSpec struct {
 	Model string
 	// Script serves the scripted model in-process as the upstream.
 	Script string
+	// Playback serves a recorded model-call record as the upstream (a
+	// rerun): no provider is called.
+	Playback string
 	// BaseURL is the real provider's base URL ("" picks the provider's
 	// public API for anthropic and openai).
 	BaseURL string
@@ -53,6 +58,8 @@ type modelEndpoint struct {
 	Secrets []string
 	// Scripted is the scripted model when the run is offline.
 	Scripted *scripted.Server
+	// Playback is the recorded model of a rerun.
+	Playback *playback.Server
 	Stop     func()
 }
 
@@ -101,7 +108,32 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	}()
 	_, modelID, _ := strings.Cut(spec.Model, "/")
 	var upstream, key string
-	if spec.Script != "" {
+	// halt ends the run from the upstream's side (the gateway is made
+	// after it).
+	var halt func(reason, detail string)
+	switch {
+	case spec.Playback != "":
+		calls, err := playback.Load(spec.Playback)
+		if err != nil {
+			return nil, fmt.Errorf("rerun: %w", err)
+		}
+		ln, err := model.Listen("127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("rerun: %w", err)
+		}
+		ep.Playback = playback.New(calls, playback.Options{Logger: spec.Logger,
+			OnSpent: func(detail string) { halt(trace.EndRecordedCallsSpent, "rerun: "+detail) }})
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := ep.Playback.Serve(sctx, ln); err != nil {
+				spec.Logger.Warn("playback stopped", "err", err)
+			}
+		}()
+		stops = append(stops, func() { cancel(); <-served })
+		upstream = playback.BaseURL(ln.Addr())
+	case spec.Script != "":
 		script, err := scripted.Load(spec.Script)
 		if err != nil {
 			return nil, err
@@ -122,7 +154,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		}()
 		stops = append(stops, func() { cancel(); <-served })
 		upstream = scripted.BaseURL(ln.Addr())
-	} else {
+	default:
 		if upstream, err = upstreamFor(spec); err != nil {
 			return nil, err
 		}
@@ -152,7 +184,8 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	if err != nil {
 		return nil, err
 	}
-	if spec.Script == "" {
+	halt = g.Halt
+	if spec.Script == "" && spec.Playback == "" {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := g.Check(cctx)
 		cancel()

@@ -12,10 +12,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/trajlab/traj/sandbox"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
+
+	"github.com/trajlab/traj/sandbox"
 
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/sandbox/agent"
@@ -47,6 +49,13 @@ type Spec struct {
 	Agent, AgentBin string
 	// Record is the model-call record file (beside the trace).
 	Record string
+	// Playback, for a rerun, is the source's model-call record: the model
+	// gateway's upstream answers from it (package sandbox/playback) and
+	// no provider is called. AgentVersion is the harness version the
+	// source recorded: another one is refused unless AllowOtherVersion.
+	Playback          string
+	AgentVersion      string
+	AllowOtherVersion bool
 	// The model gateway's budgets and price (see orchestrator.Options).
 	MaxTokens int64
 	MaxCost   float64
@@ -93,12 +102,13 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	// the real key (the harness gets a token), records each call and
 	// enforces the budgets. The gateway is the sandbox's only gateway.
 	price := spec.Price
-	if price == nil && spec.Script != "" {
+	scriptedModel := strings.HasPrefix(spec.Model, ScriptedProvider+"/")
+	if price == nil && scriptedModel {
 		// A nominal price (dollars per million tokens) so offline runs
 		// exercise the cost accounting end to end.
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
-	espec := endpointSpec{Model: spec.Model, Script: spec.Script, BaseURL: spec.BaseURL, Record: spec.Record,
+	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, BaseURL: spec.BaseURL, Record: spec.Record,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {
 		espec.APIKeyEnv = spec.APIKeyEnvs[0]
@@ -163,8 +173,12 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		aspec.MCP = []agent.MCPServer{{Name: "tests", Command: []string{trajIn, "tool-stub", "--gateway", "http://" + tg.addr},
 			Env: []string{tool.TokenEnv + "=" + tg.token}}}
 	}
-	if spec.Script != "" {
+	if scriptedModel {
+		// The scripted model's own small model (titles, summaries); a
+		// rerun of a scripted run asks for it as its source did.
 		aspec.Endpoint.SmallModel = "small"
+	}
+	if spec.Script != "" {
 		model := ep.Scripted
 		l.AfterTurn = func() (string, string) {
 			st := model.Status()
@@ -173,6 +187,14 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 				return trace.EndAgentError, fmt.Sprintf("scripted model: the run diverged from the script %d time(s) (see the log)", st.Diverged)
 			case st.Remaining == 0:
 				return trace.EndAgentError, fmt.Sprintf("scripted model: all %d responses of the script were played", st.Played)
+			}
+			return "", ""
+		}
+	}
+	if pb := ep.Playback; pb != nil {
+		l.AfterTurn = func() (string, string) {
+			if st := pb.Status(); st.Remaining() == 0 {
+				return trace.EndRecordedCallsSpent, fmt.Sprintf("rerun: all %d recorded model calls were played", st.Recorded)
 			}
 			return "", ""
 		}
@@ -190,6 +212,11 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	started, err := h.Start(ctx, sb, aspec)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Playback != "" && spec.AgentVersion != "" && started.Version != spec.AgentVersion && !spec.AllowOtherVersion {
+		_ = started.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("rerun: the source was recorded with %s %s, this machine has %s %s (install that version, or --allow-other-version)",
+			h.Name, spec.AgentVersion, h.Name, started.Version)
 	}
 	stops = append(stops, func(ctx context.Context) {
 		if err := started.Stop(ctx); err != nil {

@@ -28,9 +28,10 @@ type SandboxOptions struct {
 	// Env names variables of traj's environment the agent gets besides
 	// the allowlist (LANG, LC_*, TERM, TZ) and the API-key variables.
 	Env []string `json:"env,omitempty"`
-	// Disk caps the workspace in bytes: a filesystem image mounted at it
-	// (package sandbox/disk), so the agent's writes beyond it fail with
-	// ENOSPC inside the sandbox. 0 is unset (a resume keeps the recorded
+	// Disk caps in bytes what the agent's sandbox can write on the host
+	// (the workspace, the harness's writable state): a filesystem image
+	// holding them (orchestrator.MountWorkspace, package sandbox/disk),
+	// so the agent's writes beyond it fail with ENOSPC inside the sandbox. 0 is unset (a resume keeps the recorded
 	// one), < 0 no cap.
 	Disk int64 `json:"disk,omitempty"`
 	// DiskOptional: Disk is the default, not asked for; where no image can

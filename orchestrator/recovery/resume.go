@@ -37,6 +37,9 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, err
 	}
 	st := l.State
+	if st.Playback != "" {
+		return nil, fmt.Errorf("resume %s: it is a rerun (traj replay rerun), answered from its source's recorded model calls; rerun the source again instead", id)
+	}
 	opts, err = remembered(opts, st)
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, fmt.Errorf("resume %s: run state has no workspace or sandbox folder", id)
 	}
 	paths := folder.Paths{ID: id, Dir: l.Dir, Sandbox: st.SandboxDir, Workspace: st.Workspace}
-	unmount, err := orchestrator.MountWorkspace(ctx, paths, opts.Sandbox, opts.Logger)
+	unmount, err := orchestrator.MountWorkspace(ctx, paths, opts.Sandbox, opts.Agent, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}

@@ -162,8 +162,8 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#tab-calls`)),
 		chromedp.WaitVisible(chromedp.CSS(`#detail[data-tab="calls"] .gateway-calls`)),
 		chromedp.Click(chromedp.CSS(`.gateway-calls tr:nth-child(3) .open-call`)),
-		chromedp.WaitVisible(chromedp.CSS(`.call-response`)))
-	if resp := text(t, ctx, `.call-response`); !strings.Contains(resp, "working on the lexer (2)") {
+		chromedp.WaitVisible(chromedp.CSS(`.call-reply .reply-text`)))
+	if resp := text(t, ctx, `.call-reply .reply-text`); !strings.Contains(resp, "working on the lexer (2)") {
 		t.Errorf("response of model call 2:\n%s", resp)
 	}
 	js[bool](t, ctx, `document.querySelector('#curve .mark[data-part="7"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`)
@@ -326,9 +326,9 @@ func TestBrowserRunsNoAgentScript(t *testing.T) {
 		chromedp.Navigate(base+"/#/t/evil/2?tab=calls"),
 		chromedp.WaitVisible(chromedp.CSS(`#detail[data-tab="calls"] .gateway-calls`)),
 		chromedp.Click(chromedp.CSS(`.gateway-calls tr:nth-child(2) .open-call`)),
-		chromedp.WaitVisible(chromedp.CSS(`.call-response`)),
+		chromedp.WaitVisible(chromedp.CSS(`.call-reply .reply-text`)),
 		chromedp.Sleep(100*time.Millisecond))
-	if resp := text(t, ctx, `.call-response`); !strings.Contains(resp, "<script>") {
+	if resp := text(t, ctx, `.call-reply .reply-text`); !strings.Contains(resp, "<script>") {
 		t.Errorf("the model call's response is not shown as text:\n%s", resp)
 	}
 	check("model call response")
@@ -365,7 +365,7 @@ func TestViewScreenshots(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#tree li:last-child a`)), chromedp.WaitVisible(chromedp.CSS(`#file`)))
 	shot("tests", chromedp.Navigate(base+"/#/t/alpha/7?tab=tests"), chromedp.WaitVisible(chromedp.CSS(`#tests`)))
 	shot("calls", chromedp.Navigate(base+"/#/t/alpha/4?tab=calls"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-tab="calls"] .gateway-calls`)),
-		chromedp.Click(chromedp.CSS(`.gateway-calls tr:nth-child(5) .open-call`)), chromedp.WaitVisible(chromedp.CSS(`.call-response`)))
+		chromedp.Click(chromedp.CSS(`.gateway-calls tr:nth-child(5) .open-call`)), chromedp.WaitVisible(chromedp.CSS(`.call-reply`)))
 	shot("compare", chromedp.Navigate(base+"/#/compare?ids=alpha,beta"), chromedp.WaitVisible(chromedp.CSS(`#compare-milestones`)))
 	shot("xss", chromedp.Navigate(base+"/#/t/evil/1"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="1"]`)))
 }

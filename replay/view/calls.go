@@ -95,7 +95,10 @@ func (ci *callIndex) forPart(n int, messageID, callID string) []CallRow {
 // CallDetail is one model call with its response body (clipped).
 type CallDetail struct {
 	CallRow
-	Request   model.Digest `json:"request"`
+	Request model.Digest `json:"request"`
+	// Reply is the response put back together (text, reasoning, tool
+	// calls), when the gateway's API is one model.Assemble reads.
+	Reply     *model.Reply `json:"reply,omitempty"`
 	Response  string       `json:"response"`
 	Truncated bool         `json:"truncated"`
 }
@@ -122,6 +125,10 @@ func loadCall(ctx context.Context, st store.Store, prefix string, seq int) (*Cal
 	}
 	if out == nil {
 		return nil, fmt.Errorf("model call %d: %w", seq, errNoSuchPath)
+	}
+	if r, ok := model.Assemble(out.API, []byte(out.Response)); ok && (r.Text != "" || r.Reasoning != "" || len(r.ToolCalls) > 0) {
+		r.Text, r.Reasoning = clipBytes(r.Text, maxTextBytes), clipBytes(r.Reasoning, maxTextBytes)
+		out.Reply = &r
 	}
 	if len(out.Response) > maxTextBytes {
 		out.Response, out.Truncated = clipBytes(out.Response, maxTextBytes), true

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/go-git/go-git/v5/utils/diff"
+	"github.com/sergi/go-diff/diffmatchpatch"
 	"io"
 	"os"
 	"path"
@@ -284,9 +286,26 @@ type File struct {
 	// Lines is Text highlighted (highlight.go); absent when no lexer
 	// knows the file.
 	Lines [][]Token `json:"lines,omitempty"`
+	// Added are the lines this part added (1-based), when its
+	// checkpoint changed the file.
+	Added []int `json:"added"`
+	// ChangedAt are the parts whose checkpoints changed the file.
+	ChangedAt []int `json:"changed_at"`
+	// MoreChanges says ChangedAt was cut at maxChangedAt.
+	MoreChanges bool `json:"more_changes,omitempty"`
 }
 
 func (r *gitRepo) file(commit, name string) (*File, error) {
+	out, err := r.plainFile(commit, name)
+	if err != nil || out.Binary {
+		return out, err
+	}
+	out.Lines, _ = highlight(out.Path, out.Text)
+	return out, nil
+}
+
+// plainFile is file without highlighting.
+func (r *gitRepo) plainFile(commit, name string) (*File, error) {
 	c, err := r.commit(commit)
 	if err != nil {
 		return nil, err
@@ -312,8 +331,30 @@ func (r *gitRepo) file(commit, name string) (*File, error) {
 		return out, nil
 	}
 	out.Text = strings.ToValidUTF8(string(data), "\uFFFD")
-	out.Lines, _ = highlight(name, out.Text)
 	return out, nil
+}
+
+// addedLines are the line numbers (1-based) of after's lines that are not
+// in before, line by line (go-git's diff).
+func addedLines(before, after string) []int {
+	out := []int{}
+	line := 1
+	for _, d := range diff.Do(before, after) {
+		n := strings.Count(d.Text, "\n")
+		if !strings.HasSuffix(d.Text, "\n") && d.Text != "" {
+			n++
+		}
+		switch d.Type {
+		case diffmatchpatch.DiffInsert:
+			for i := 0; i < n; i++ {
+				out = append(out, line+i)
+			}
+			line += n
+		case diffmatchpatch.DiffEqual:
+			line += n
+		}
+	}
+	return out
 }
 
 // cleanPath makes a slash path relative and free of "." and "..".

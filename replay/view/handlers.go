@@ -1,11 +1,14 @@
 package view
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,6 +193,8 @@ type Meta struct {
 	FirstTime int64 `json:"first_time"`
 	LastTime  int64 `json:"last_time"`
 	HasEval   bool  `json:"has_evaluation"`
+	// Tools are the tool names the parts used, for the tool filter.
+	Tools []string `json:"tools"`
 }
 
 // maxMetaTurns bounds the turns listed in the header; the timeline
@@ -213,6 +218,10 @@ func (s *Server) apiMeta(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.Sessions == nil {
 		m.Sessions = []Session{}
+	}
+	m.Tools = slices.Sorted(maps.Keys(ix.Tools))
+	if m.Tools == nil {
+		m.Tools = []string{}
 	}
 	if n := len(ix.Parts); n > 0 {
 		m.FirstTime, m.LastTime = ix.Parts[0].Time, ix.Parts[n-1].Time
@@ -399,17 +408,84 @@ func (s *Server) apiTree(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"commit": commit, "path": dir, "entries": entries})
 }
 
+// apiFile serves a file at a part's commit with the lines that part added
+// (when its checkpoint changed the file) and the parts whose checkpoints
+// changed it.
 func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
-	repo, commit, ok := s.commitOf(w, r)
+	t, snap, _, raw, ok := s.partAt(w, r)
 	if !ok {
 		return
 	}
-	f, err := repo.file(commit, r.URL.Query().Get("path"))
+	var p struct {
+		GitCommit      string                `json:"git_commit"`
+		RepoCheckpoint *trace.RepoCheckpoint `json:"repo_checkpoint"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil || p.GitCommit == "" {
+		httpError(w, errors.Join(errNoSuchPath, errors.New("this part records no git commit")))
+		return
+	}
+	repo, err := t.repo(r.Context(), p.GitCommit)
 	if err != nil {
 		httpError(w, err)
 		return
 	}
-	writeJSON(w, map[string]any{"commit": commit, "file": f})
+	f, err := repo.file(p.GitCommit, r.URL.Query().Get("path"))
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	f.Added = []int{}
+	if cp := p.RepoCheckpoint; cp != nil && cp.Committed && cp.CommitAfter == p.GitCommit && slices.Contains(cp.ChangedFiles, f.Path) && !f.Binary {
+		before := ""
+		if b, err := repo.plainFile(cp.CommitBefore, f.Path); err == nil && !b.Binary {
+			before = b.Text
+		}
+		f.Added = addedLines(before, f.Text)
+	}
+	f.ChangedAt, f.MoreChanges, err = snap.changedAt(f.Path)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"commit": p.GitCommit, "file": f})
+}
+
+// maxChangedAt bounds the parts listed as having changed one file.
+const maxChangedAt = 500
+
+// changedAt lists the committed parts whose checkpoint changed path,
+// reading only committed parts whose bytes name it.
+func (s *snapshot) changedAt(path string) ([]int, bool, error) {
+	out := []int{}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return out, false, err
+	}
+	defer f.Close()
+	needle, _ := json.Marshal(path)
+	for i, loc := range s.ix.Parts {
+		if !loc.Committed {
+			continue
+		}
+		raw, err := s.ix.ReadPart(f, i)
+		if err != nil {
+			return out, false, err
+		}
+		if !bytes.Contains(raw, needle) {
+			continue
+		}
+		var p struct {
+			RepoCheckpoint *trace.RepoCheckpoint `json:"repo_checkpoint"`
+		}
+		if json.Unmarshal(raw, &p) != nil || p.RepoCheckpoint == nil || !slices.Contains(p.RepoCheckpoint.ChangedFiles, path) {
+			continue
+		}
+		if len(out) == maxChangedAt {
+			return out, true, nil
+		}
+		out = append(out, int(loc.Part))
+	}
+	return out, false, nil
 }
 
 // TestsView is the tests tab: the score's latest counts per suite (with

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/trajlab/traj/replay/report"
@@ -80,6 +81,9 @@ type Index struct {
 	PartCost   *float64
 	// LastCommit is the git_commit of the last part.
 	LastCommit string
+	// Tools counts the parts per tool name (the trace's "tool" field),
+	// for the timeline's tool filter.
+	Tools map[string]int
 
 	// Size is the file size the index was built from.
 	Size int64
@@ -150,6 +154,7 @@ func (ix *Index) clone() *Index {
 		c.PartCost = &v
 	}
 	c.Turns = append([]TurnInfo(nil), ix.Turns...)
+	c.Tools = maps.Clone(ix.Tools)
 	c.Sessions = append([]Session(nil), ix.Sessions...)
 	c.sessionIdx = nil // rebuilt from Sessions by scan
 	return &c
@@ -248,11 +253,12 @@ type indexedPart struct {
 	Tokens         *trace.Tokens         `json:"tokens"`
 	Cost           *float64              `json:"cost"`
 	GroundTruth    []trace.GroundTruth   `json:"ground_truth"`
+	Tool           string                `json:"tool"`
 }
 
 // indexedKeys are the part fields indexing decodes.
 var indexedKeys = map[string]bool{"part": true, "timestamp": true, "sessions": true, "session_ids": true, "session_id": true,
-	"envoi_calls": true, "repo_checkpoint": true, "git_commit": true, "tokens": true, "cost": true, "ground_truth": true}
+	"envoi_calls": true, "repo_checkpoint": true, "git_commit": true, "tokens": true, "cost": true, "ground_truth": true, "tool": true}
 
 // decodeIndexed decodes the indexed fields of a part, skipping the rest
 // (content, other parts, messages) without decoding it.
@@ -305,6 +311,12 @@ func (ix *Index) addPart(turn int, off int64, raw []byte) error {
 	}
 	if p.GitCommit != "" {
 		ix.LastCommit = p.GitCommit
+	}
+	if p.Tool != "" {
+		if ix.Tools == nil {
+			ix.Tools = map[string]int{}
+		}
+		ix.Tools[p.Tool]++
 	}
 	ix.Parts = append(ix.Parts, loc)
 	if se := &ix.Sessions[loc.Session]; se.First == 0 || p.Part < se.First {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/trace"
 )
@@ -160,16 +161,19 @@ func title(p *trace.Part, c content) string {
 // Detail is everything about one part the part view shows.
 type Detail struct {
 	Row
-	Timestamp  string                `json:"timestamp"`
-	Prompt     string                `json:"prompt,omitempty"`
-	MessageID  string                `json:"message_id,omitempty"`
-	PartID     string                `json:"part_id,omitempty"`
-	CallID     string                `json:"call_id,omitempty"`
-	Text       string                `json:"text,omitempty"`
-	Input      string                `json:"input,omitempty"`
-	Output     string                `json:"output,omitempty"`
-	ToolError  string                `json:"tool_error,omitempty"`
-	Status     string                `json:"status,omitempty"`
+	Timestamp string `json:"timestamp"`
+	Prompt    string `json:"prompt,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	PartID    string `json:"part_id,omitempty"`
+	CallID    string `json:"call_id,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Input     string `json:"input,omitempty"`
+	Output    string `json:"output,omitempty"`
+	ToolError string `json:"tool_error,omitempty"`
+	Status    string `json:"status,omitempty"`
+	// Action is what the tool did, as the harness's reader reads its
+	// arguments (render.go): a diff, a file, a command, a sub-agent.
+	Action     *ActionView           `json:"action,omitempty"`
 	Before     []Aside               `json:"before"`
 	Calls      []CallView            `json:"calls"`
 	Checkpoint *trace.RepoCheckpoint `json:"checkpoint"`
@@ -209,6 +213,12 @@ type CallView struct {
 	StatusCode int    `json:"status_code"`
 	DurationMs int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	// Build is the build's outcome when it failed; Cases the call's
+	// cases, failing first (MoreCases beyond the list's limit).
+	Build     *environment.BuildResult `json:"build,omitempty"`
+	Voided    []environment.Void       `json:"voided,omitempty"`
+	Cases     []environment.CaseResult `json:"cases,omitempty"`
+	MoreCases int                      `json:"more_cases,omitempty"`
 }
 
 // ModelCall is one model response as the harness recorded it (an
@@ -270,6 +280,7 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 		d.Input = clipBytes(pretty(t.Input), maxTextBytes)
 		d.Output = clipBytes(t.Output, maxTextBytes)
 		d.ToolError, d.Status = clipBytes(t.Error, maxTextBytes), string(t.Status)
+		d.Action = actionView(t.Action)
 	}
 	for _, o := range p.OtherParts {
 		oc := decodeContent(r, "", "", o)
@@ -286,6 +297,7 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 		if call.Error != nil {
 			cv.Error = clipBytes(*call.Error, 4096)
 		}
+		casesOf(call, &cv)
 		d.Calls = append(d.Calls, cv)
 	}
 	for _, m := range p.NewMessages {

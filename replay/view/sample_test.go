@@ -157,8 +157,9 @@ func gatewayRecord(t testing.TB, tr *trace.Trace, say func(int) string) []byte {
 			cost := 0.001
 			ttfb := 120.0
 			// A streamed response, verbatim SSE text as the gateway keeps it.
-			resp := "data: " + say(n) + "\n\ndata: [DONE]\n\n"
-			line, err := json.Marshal(model.Call{Seq: n, StartedAt: p.Timestamp, LatencyMS: 4200, FirstByteMS: &ttfb, API: "chat", Method: "POST",
+			chunk, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"delta": map[string]string{"content": say(n)}}}})
+			resp := "data: " + string(chunk) + "\n\ndata: [DONE]\n\n"
+			line, err := json.Marshal(model.Call{Seq: n, StartedAt: p.Timestamp, LatencyMS: 4200, FirstByteMS: &ttfb, API: "chat.completions", Method: "POST",
 				Path: "/v1/chat/completions", Status: 200, Model: tr.AgentModel, Request: model.Digest{SHA256: "00", Bytes: 1000 * n},
 				ResponseID: p.MessageID, Tokens: &trace.Tokens{Input: 1000, Output: 200}, Cost: &cost, PartsBefore: &before, Response: resp})
 			if err != nil {

@@ -32,20 +32,38 @@ const (
 	maxQuery = 200
 )
 
+// Filter narrows a search or, with no query, lists the parts that pass
+// it: only committed parts, only parts with run_tests calls, one session,
+// one kind (text, reasoning, tool, patch…), one tool, only failed tool
+// calls.
+type Filter struct {
+	Committed, RunTests, Error bool
+	Session, Kind, Tool        string
+}
+
+// any says whether f narrows anything.
+func (f Filter) any() bool {
+	return f.Committed || f.RunTests || f.Error || f.Session != "" || f.Kind != "" || f.Tool != ""
+}
+
 // search finds the parts whose recorded JSON (text, tool input and output,
-// everything the harness sent) holds q, case-insensitively, reading each
-// part once through the byte-offset index: no copy of the trace is kept in
-// memory. Filters: only committed parts, only parts with run_tests calls,
-// only one session.
-func (s *snapshot) search(q string, committed, runTests bool, session string) (SearchResult, error) {
+// everything the harness sent) holds q, case-insensitively, and that pass
+// filter, reading each part once through the byte-offset index: no copy
+// of the trace is kept in memory. With no q, every part passing the
+// filter is a hit (titled by its timeline title). Kind, tool and error
+// are read from the part's row (the harness's reader), the others from
+// the index.
+func (s *snapshot) search(q string, filter Filter) (SearchResult, error) {
 	res := SearchResult{Query: q, Hits: []Hit{}}
 	// The recorded form of q inside a JSON string (quotes, newlines
 	// escaped), lowered.
 	enc, _ := json.Marshal(q)
 	needle := bytes.ToLower(enc[1 : len(enc)-1])
-	if len(needle) == 0 {
+	if len(needle) == 0 && !filter.any() {
 		return res, nil
 	}
+	committed, runTests, session := filter.Committed, filter.RunTests, filter.Session
+	byRow := filter.Kind != "" || filter.Tool != "" || filter.Error
 	withCalls := map[int]bool{}
 	if runTests {
 		for _, c := range s.ix.Calls {
@@ -69,7 +87,7 @@ func (s *snapshot) search(q string, committed, runTests bool, session string) (S
 	}
 	defer f.Close()
 	var buf, low []byte
-	for _, loc := range s.ix.Parts {
+	for i, loc := range s.ix.Parts {
 		if committed && !loc.Committed || runTests && !withCalls[int(loc.Part)] || sess >= 0 && loc.Session != sess {
 			continue
 		}
@@ -80,18 +98,47 @@ func (s *snapshot) search(q string, committed, runTests bool, session string) (S
 		if _, err := f.ReadAt(buf, loc.Off); err != nil {
 			return res, err
 		}
-		low = append(low[:0], buf...)
-		lowerASCII(low)
-		at := bytes.Index(low, needle)
-		if at < 0 {
-			continue
+		at := -1
+		if len(needle) > 0 {
+			low = append(low[:0], buf...)
+			lowerASCII(low)
+			if at = bytes.Index(low, needle); at < 0 {
+				continue
+			}
+		}
+		title := ""
+		if byRow {
+			r := row(s.ix, i, buf)
+			if filter.Kind != "" && r.Kind != filter.Kind || filter.Tool != "" && r.Tool != filter.Tool || filter.Error && !r.Error {
+				continue
+			}
+			title = hitTitle(r)
 		}
 		res.Total++
-		if len(res.Hits) < maxHits {
-			res.Hits = append(res.Hits, Hit{Part: int(loc.Part), Snippet: snippet(buf, at, len(needle))})
+		if len(res.Hits) >= maxHits {
+			continue
 		}
+		h := Hit{Part: int(loc.Part)}
+		switch {
+		case at >= 0:
+			h.Snippet = snippet(buf, at, len(needle))
+		case title != "":
+			h.Snippet = title
+		default:
+			h.Snippet = hitTitle(row(s.ix, i, buf))
+		}
+		res.Hits = append(res.Hits, h)
 	}
 	return res, nil
+}
+
+// hitTitle names a part found by its filter alone: kind, tool, title.
+func hitTitle(r Row) string {
+	k := r.Kind
+	if r.Tool != "" {
+		k = r.Tool
+	}
+	return k + ": " + r.Title
 }
 
 // lowerASCII lowers b in place (ASCII only, so offsets stay those of the
@@ -124,7 +171,8 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		httpError(w, errors.Join(errBadRequest, errors.New("q: at most "+strconv.Itoa(maxQuery)+" bytes")))
 		return
 	}
-	res, err := snap.search(text, q.Get("committed") == "1", q.Get("run_tests") == "1", q.Get("session"))
+	res, err := snap.search(text, Filter{Committed: q.Get("committed") == "1", RunTests: q.Get("run_tests") == "1", Error: q.Get("error") == "1",
+		Session: q.Get("session"), Kind: q.Get("kind"), Tool: q.Get("tool")})
 	if err != nil {
 		httpError(w, err)
 		return

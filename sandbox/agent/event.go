@@ -187,6 +187,47 @@ type ToolCall struct {
 	OutputFile string
 	// ChildSessionID is the session a sub-agent call runs ("" otherwise).
 	ChildSessionID string
+	// Action is what the call does in the port's terms, when the adapter
+	// knows the tool (nil otherwise): readers of a trace show an edit as
+	// a diff or a command with its output without knowing each harness's
+	// tool names and argument shapes.
+	Action *Action
+}
+
+// ActionKind names what a tool call does.
+type ActionKind string
+
+// Action kinds.
+const (
+	// ActionEdit replaces text in one file (Path, Edits).
+	ActionEdit ActionKind = "edit"
+	// ActionWrite writes a whole file (Path, Content).
+	ActionWrite ActionKind = "write"
+	// ActionCommand runs a shell command (Command); the output is the
+	// call's Output.
+	ActionCommand ActionKind = "command"
+	// ActionTask runs a sub-agent (Description, Prompt; the session is
+	// ChildSessionID when known).
+	ActionTask ActionKind = "task"
+)
+
+// Action is a tool call's arguments read by the adapter that knows the
+// tool.
+type Action struct {
+	Kind        ActionKind
+	Path        string
+	Edits       []Edit
+	Content     string
+	Command     string
+	Description string
+	Prompt      string
+}
+
+// Edit is one replacement of an edit: Old's first occurrence (every one
+// when All) becomes New.
+type Edit struct {
+	Old, New string
+	All      bool
 }
 
 // ModelCall is one model call as the harness recorded it.

@@ -221,8 +221,8 @@ func (a *Adapter) resumable() bool {
 // prepare is the next turn: settings rewritten, the command line (a new
 // session or --resume), the translator of its output.
 func (a *Adapter) prepare(prompt string, emit func(agent.Event)) (cliturn.Command, cliturn.Translator, error) {
-	if err := os.WriteFile(filepath.Join(a.configDir, "settings.json"), []byte(settings), 0o600); err != nil {
-		return cliturn.Command{}, nil, fmt.Errorf("claude-code: write settings: %w", err)
+	if err := cliturn.RewriteConfig(filepath.Join(a.configDir, "settings.json"), []byte(settings)); err != nil {
+		return cliturn.Command{}, nil, fmt.Errorf("claude-code: %w", err)
 	}
 	args, err := a.args(prompt, a.resumable())
 	if err != nil {

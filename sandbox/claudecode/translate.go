@@ -275,6 +275,7 @@ func (t *translator) assistant(l line, raw []byte) {
 			if f := editedFile(b.Name, b.Input); f != "" {
 				p.Files = []string{f}
 			}
+			p.Tool.Action = action(b.Name, b.Input)
 			t.toolSess[b.ID] = sess
 			t.pending[b.ID] = &pendingTool{part: p, call: raw}
 			t.order = append(t.order, b.ID)
@@ -372,6 +373,49 @@ func editedFile(tool string, input json.RawMessage) string {
 		return in.FilePath
 	}
 	return in.NotebookPath
+}
+
+// action reads the arguments of Claude Code's built-in tools that edit,
+// write, run a command or start a sub-agent (nil for any other tool).
+func action(tool string, input json.RawMessage) *agent.Action {
+	type edit struct {
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
+	}
+	var in struct {
+		FilePath string `json:"file_path"`
+		edit
+		Edits       []edit `json:"edits"`
+		Content     string `json:"content"`
+		Command     string `json:"command"`
+		Description string `json:"description"`
+		Prompt      string `json:"prompt"`
+	}
+	switch tool {
+	case "Edit", "MultiEdit", "Write", "Bash", "Agent", "Task":
+		if json.Unmarshal(input, &in) != nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	switch tool {
+	case "Edit", "MultiEdit":
+		a := &agent.Action{Kind: agent.ActionEdit, Path: in.FilePath}
+		if tool == "Edit" {
+			in.Edits = []edit{in.edit}
+		}
+		for _, e := range in.Edits {
+			a.Edits = append(a.Edits, agent.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll})
+		}
+		return a
+	case "Write":
+		return &agent.Action{Kind: agent.ActionWrite, Path: in.FilePath, Content: in.Content}
+	case "Bash":
+		return &agent.Action{Kind: agent.ActionCommand, Command: in.Command, Description: in.Description}
+	}
+	return &agent.Action{Kind: agent.ActionTask, Description: in.Description, Prompt: in.Prompt}
 }
 
 // resultText flattens a tool_result's content (a string or text blocks).

@@ -203,8 +203,8 @@ func (a *Adapter) env() []string {
 const config = "# Written by traj before every turn; settings are passed with -c.\n"
 
 func (a *Adapter) prepare(prompt string, emit func(agent.Event)) (cliturn.Command, cliturn.Translator, error) {
-	if err := os.WriteFile(filepath.Join(a.codexHome, "config.toml"), []byte(config), 0o600); err != nil {
-		return cliturn.Command{}, nil, fmt.Errorf("codex: write config: %w", err)
+	if err := cliturn.RewriteConfig(filepath.Join(a.codexHome, "config.toml"), []byte(config)); err != nil {
+		return cliturn.Command{}, nil, fmt.Errorf("codex: %w", err)
 	}
 	a.st.Turns++
 	if err := a.save(); err != nil {

@@ -168,8 +168,11 @@ func (t *translator) toolPart(it *item, raws []json.RawMessage) agent.Part {
 	if it.Type == "command_execution" {
 		input, _ = json.Marshal(map[string]string{"command": it.Command})
 	}
-	return agent.Part{ID: t.msgID + ":" + it.ID, SessionID: t.root, MessageID: t.msgID, Kind: agent.KindTool, Raw: raw,
-		Tool: &agent.ToolCall{Name: toolName(it), CallID: it.ID, Status: agent.ToolRunning, Input: input}}
+	tool := &agent.ToolCall{Name: toolName(it), CallID: it.ID, Status: agent.ToolRunning, Input: input}
+	if it.Type == "command_execution" {
+		tool.Action = &agent.Action{Kind: agent.ActionCommand, Command: it.Command}
+	}
+	return agent.Part{ID: t.msgID + ":" + it.ID, SessionID: t.root, MessageID: t.msgID, Kind: agent.KindTool, Raw: raw, Tool: tool}
 }
 
 // changedPaths are the paths of a file_change item's changes

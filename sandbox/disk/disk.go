@@ -14,6 +14,7 @@
 // blocks reserved for root). Mounting needs root (CAP_SYS_ADMIN),
 // mkfs.ext4, mount and a free loop device (/dev/loop-control makes one on
 // demand).
+
 package disk
 
 import (
@@ -23,6 +24,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,6 +156,95 @@ func Unmount(dir string) error {
 			return fmt.Errorf("unmount %s: %w", dir, err)
 		}
 	}
+}
+
+// Bind shows folder src at dst as well (a bind mount): dst's files then
+// live where src's do, e.g. in a capped image. Whatever is still mounted
+// at dst is unmounted first; a dst holding files of its own is refused
+// (the mount would hide them).
+func Bind(src, dst string) error {
+	if err := Unmount(dst); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return fmt.Errorf("bind %s: %w", dst, err)
+	}
+	if ents, err := os.ReadDir(dst); err != nil || len(ents) > 0 {
+		if err == nil {
+			err = fmt.Errorf("it holds %d entries the mount would hide", len(ents))
+		}
+		return fmt.Errorf("bind %s at %s: %w", src, dst, err)
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s at %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// UnmountUnder unmounts every mount at dir or beneath it, deepest first
+// (see Unmount): what a capped sandbox folder leaves mounted, whatever
+// its layout, e.g. after a recorder was killed with SIGKILL.
+func UnmountUnder(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("unmount under %s: %w", dir, err)
+	}
+	points, err := mountPoints()
+	if err != nil {
+		return fmt.Errorf("unmount under %s: %w", dir, err)
+	}
+	var under []string
+	for _, p := range points {
+		if p == abs || strings.HasPrefix(p, abs+"/") {
+			under = append(under, p)
+		}
+	}
+	// Deepest first; one point mounted twice is unmounted until free.
+	slices.SortFunc(under, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, p := range slices.Compact(under) {
+		if err := Unmount(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountPoints lists this process's mount points (/proc/self/mountinfo,
+// field 5, octal escapes undone).
+func mountPoints() ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		out = append(out, unescapeMount(f[4]))
+	}
+	return out, nil
+}
+
+// unescapeMount undoes mountinfo's escapes (\040 for a space, \011,
+// \012, \134).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // run runs one of the few commands making an image needs.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -141,5 +142,62 @@ func TestLeftOverAndBusy(t *testing.T) {
 	}
 	if err := Create(t.Context(), filepath.Join(root, "tiny.img"), MinSize-1); err == nil {
 		t.Fatal("Create below MinSize: no error")
+	}
+}
+
+// TestBindAndUnmountUnder: a folder bound into an image holds its files
+// in the image; UnmountUnder takes down every mount beneath a folder, the
+// binds and the image, whatever their order.
+func TestBindAndUnmountUnder(t *testing.T) {
+	requireDisk(t)
+	root := t.TempDir()
+	sb := filepath.Join(root, "sand box") // a space: mountinfo escapes it
+	img, mnt := filepath.Join(root, "sb.img"), filepath.Join(sb, "disk")
+	if err := Create(t.Context(), img, MinSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := Attach(t.Context(), img, mnt); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = UnmountUnder(sb) })
+	for _, rel := range []string{"workspace", "state/data"} {
+		src, dst := filepath.Join(mnt, rel), filepath.Join(sb, "bound", rel)
+		if err := os.MkdirAll(src, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := Bind(src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, "f"), []byte(rel), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(src, "f")); err != nil || string(b) != rel {
+			t.Fatalf("%s written through the bind: %q, %v", rel, b, err)
+		}
+	}
+	own := filepath.Join(sb, "own")
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(own, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Bind(filepath.Join(mnt, "workspace"), own); err == nil {
+		t.Fatal("Bind over a folder with files of its own: no error")
+	}
+	if err := UnmountUnder(sb); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{mnt, filepath.Join(sb, "bound", "workspace"), filepath.Join(sb, "bound", "state", "data")} {
+		if m, err := Mounted(p); err != nil || m {
+			t.Errorf("%s still mounted after UnmountUnder (%v)", p, err)
+		}
+	}
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(b), strings.ReplaceAll(sb, " ", `\040`)) {
+		t.Errorf("a mount under %s is left:\n%s", sb, b)
+	}
+	if err := UnmountUnder(sb); err != nil {
+		t.Errorf("UnmountUnder with nothing mounted: %v", err)
 	}
 }

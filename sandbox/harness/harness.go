@@ -9,6 +9,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -82,6 +83,28 @@ func All() []Harness {
 			Read:        func(v string) agent.Reader { return codex.Reader{Version: v} },
 		},
 	}
+}
+
+// WritableState creates the harness's state folders under stateDir and
+// lists those its sandbox may write (host paths): where the agent's
+// processes can put bytes besides the workspace, so a disk cap must hold
+// them too.
+func (h Harness) WritableState(stateDir string) ([]string, error) {
+	mounts, err := h.Mounts(stateDir, "")
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Clean(stateDir) + string(filepath.Separator)
+	var out []string
+	for _, m := range mounts {
+		if m.Writable {
+			if !strings.HasPrefix(filepath.Clean(m.Host), root) {
+				return nil, fmt.Errorf("%s: writable state folder %s is outside its state folder %s", h.Name, m.Host, stateDir)
+			}
+			out = append(out, filepath.Clean(m.Host))
+		}
+	}
+	return out, nil
 }
 
 // none: the CLI harnesses keep no secret in a file (the model token

@@ -102,6 +102,28 @@ func TestEveryHarnessIsComplete(t *testing.T) {
 			if insides[sandbox.InsideHome] {
 				t.Errorf("a mount at the sandbox's HOME (%s): the container provider refuses it: %+v", sandbox.InsideHome, mounts)
 			}
+			// A disk cap holds exactly the writable folders: none missed,
+			// none nested in another (each is bound into the cap once).
+			state, err := h.WritableState(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var writable []string
+			for _, m := range mounts {
+				if m.Writable {
+					writable = append(writable, m.Host)
+				}
+			}
+			if len(state) == 0 || strings.Join(state, "\n") != strings.Join(writable, "\n") {
+				t.Errorf("WritableState %v, writable mounts %v", state, writable)
+			}
+			for _, a := range state {
+				for _, b := range state {
+					if a != b && strings.HasPrefix(b, a+string(filepath.Separator)) {
+						t.Errorf("writable state folder %s lies in %s", b, a)
+					}
+				}
+			}
 		})
 	}
 }

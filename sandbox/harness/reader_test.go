@@ -29,6 +29,7 @@ type neutral struct {
 	Error     string          `json:"error,omitempty"`
 	SubAgent  string          `json:"sub_agent,omitempty"`
 	Files     []string        `json:"files,omitempty"`
+	Action    *agent.Action   `json:"action,omitempty"`
 	Title     string          `json:"title,omitempty"`
 	Timed     bool            `json:"timed,omitempty"`
 	ModelCall string          `json:"model_call,omitempty"`
@@ -71,6 +72,7 @@ func TestReadersOnRecordedTraces(t *testing.T) {
 					n := neutral{Part: p.Part, Kind: np.Kind, Text: np.Text, Files: np.Files, Title: np.Title, Timed: !np.Start.IsZero()}
 					if tc := np.Tool; tc != nil {
 						n.Tool, n.CallID, n.Status, n.Input, n.Output, n.Error, n.SubAgent = tc.Name, tc.CallID, string(tc.Status), tc.Input, tc.Output, tc.Error, tc.ChildSessionID
+						n.Action = tc.Action
 						if p.Tool != "" && tc.Name != p.Tool {
 							t.Errorf("part %d: reader tool %q, recorded tool %q", p.Part, tc.Name, p.Tool)
 						}

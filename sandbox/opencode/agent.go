@@ -254,6 +254,7 @@ func (p Part) Normalize() agent.Part {
 			if f := editedFile(p.Tool, st.Input); f != "" {
 				out.Files = []string{f}
 			}
+			out.Tool.Action = action(p.Tool, st.Input)
 		}
 	default:
 		out.Done = true

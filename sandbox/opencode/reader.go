@@ -62,6 +62,38 @@ func (t *Tokens) usage() *agent.Usage {
 	return u
 }
 
+// action reads the arguments of OpenCode's built-in tools that edit,
+// write, run a command or start a sub-agent (nil for any other tool).
+func action(tool string, input json.RawMessage) *agent.Action {
+	var in struct {
+		FilePath    string `json:"filePath"`
+		OldString   string `json:"oldString"`
+		NewString   string `json:"newString"`
+		ReplaceAll  bool   `json:"replaceAll"`
+		Content     string `json:"content"`
+		Command     string `json:"command"`
+		Description string `json:"description"`
+		Prompt      string `json:"prompt"`
+	}
+	switch tool {
+	case "edit", "write", "bash", "task":
+		if json.Unmarshal(input, &in) != nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	switch tool {
+	case "edit":
+		return &agent.Action{Kind: agent.ActionEdit, Path: in.FilePath, Edits: []agent.Edit{{Old: in.OldString, New: in.NewString, All: in.ReplaceAll}}}
+	case "write":
+		return &agent.Action{Kind: agent.ActionWrite, Path: in.FilePath, Content: in.Content}
+	case "bash":
+		return &agent.Action{Kind: agent.ActionCommand, Command: in.Command, Description: in.Description}
+	}
+	return &agent.Action{Kind: agent.ActionTask, Description: in.Description, Prompt: in.Prompt}
+}
+
 // editedFile is the file an editing tool call names (write, edit, patch
 // tools take "filePath").
 func editedFile(tool string, input json.RawMessage) string {

@@ -24,6 +24,7 @@ import (
 //	trajectories/<id>/model_calls.jsonl            the model gateway's record, one call a line
 //	trajectories/<id>/tool_calls.jsonl             the tool gateway's record, one call a line
 //	trajectories/<id>/summary.json                 the report's row, written when the trajectory ends
+//	trajectories/<id>/rerun.json                   a rerun's comparison with its source (traj replay rerun)
 //	evalcache/<key>.json                           evaluation results by content
 //	experiments/<name>/experiment.json             an experiment's spec and its trajectories
 //	probes/<id>                                    write probe of traj run (removed at once)
@@ -52,6 +53,7 @@ const (
 	LogsDir         = "logs/"
 	EvalCacheDir    = "evalcache/"
 	SummaryName     = "summary.json"
+	RerunName       = "rerun.json"
 	ModelCallsName  = "model_calls.jsonl"
 	ToolCallsName   = "tool_calls.jsonl"
 	RunStateName    = "run.json"
@@ -112,6 +114,9 @@ func RunStateKey(id string) string { return LogKey(id, RunStateName) }
 // SummaryKey is the per-trajectory summary the report reads instead of the
 // trace (it names the trace size it was made from).
 func SummaryKey(id string) string { return TrajectoryPrefix(id) + SummaryName }
+
+// RerunKey is a rerun's comparison with its source (replay/rerun.Report).
+func RerunKey(id string) string { return TrajectoryPrefix(id) + RerunName }
 
 // ExperimentKey is the record of experiment name (spec and trajectory ids).
 func ExperimentKey(name string) string { return ExperimentsDir + name + "/experiment.json" }

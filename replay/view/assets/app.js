@@ -58,6 +58,7 @@
   }
   const enc = encodeURIComponent;
 
+  function prettyJSON(s) { try { return JSON.stringify(JSON.parse(s), null, 2); } catch (e) { return s; } }
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
   // srcName says where a score comes from: a stored evaluation, traj's
   // ground truth during the run, or (only when neither exists) the agent's
@@ -302,15 +303,32 @@
     // Search runs on the server over every part's recorded text, tool
     // input and output; a hit opens its part.
     const hitsBox = el("div", { class: "hits hidden", id: "hits" });
-    const onlyCommitted = el("input", { type: "checkbox", id: "only-committed" });
-    const onlyTests = el("input", { type: "checkbox", id: "only-run-tests" });
+    // Filters narrow a search, or alone list the parts that pass them.
+    const refilter = () => search(searchBox.value);
+    const onlyCommitted = el("input", { type: "checkbox", id: "only-committed", onchange: refilter });
+    const onlyTests = el("input", { type: "checkbox", id: "only-run-tests", onchange: refilter });
+    const onlyErrors = el("input", { type: "checkbox", id: "only-errors", onchange: refilter });
+    const kindSel = el("select", { id: "filter-kind", onchange: refilter }, ["", "text", "reasoning", "tool", "patch"].map((k) => el("option", { value: k }, k || "any kind")));
+    const toolSel = el("select", { id: "filter-tool", onchange: refilter }, el("option", { value: "" }, "any tool"));
+    const sessSel = el("select", { id: "filter-session", onchange: refilter }, el("option", { value: "" }, "any session"));
+    function fillFilters(m) {
+      const keep = (sel, values, label) => {
+        const cur = sel.value;
+        clear(sel); add(sel, el("option", { value: "" }, label), values.map((v) => el("option", { value: v[0] }, v[1])));
+        sel.value = cur;
+      };
+      keep(toolSel, (m.tools || []).map((t) => [t, t]), "any tool");
+      keep(sessSel, m.sessions.map((x) => [x.id, (x.depth ? "sub-agent: " : "root: ") + (x.title || x.id)]), "any session");
+    }
     const searchBox = el("input", { type: "search", id: "search", placeholder: "search parts…", size: 18, onkeydown: (e) => { if (e.key === "Enter") search(searchBox.value); if (e.key === "Escape") hitsBox.classList.add("hidden"); } });
     async function search(q) {
       clear(hitsBox);
-      if (!q) { hitsBox.classList.add("hidden"); return; }
+      const filters = (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "") + (onlyErrors.checked ? "&error=1" : "") +
+        (kindSel.value ? "&kind=" + enc(kindSel.value) : "") + (toolSel.value ? "&tool=" + enc(toolSel.value) : "") + (sessSel.value ? "&session=" + enc(sessSel.value) : "");
+      if (!q && !filters) { hitsBox.classList.add("hidden"); return; }
       hitsBox.classList.remove("hidden");
       let d;
-      try { d = await api("/api/t/" + enc(id) + "/search?q=" + enc(q) + (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "")); } catch (e) { add(hitsBox, el("div", { class: "bad" }, e.message)); return; }
+      try { d = await api("/api/t/" + enc(id) + "/search?q=" + enc(q) + filters); } catch (e) { add(hitsBox, el("div", { class: "bad" }, e.message)); return; }
       add(hitsBox, el("div", { class: "muted" }, d.total + " parts match" + (d.total > d.hits.length ? " (first " + d.hits.length + " shown)" : ""), " ", el("a", { onclick: () => hitsBox.classList.add("hidden") }, "close")),
         d.hits.map((h) => el("div", { class: "hit", "data-part": h.part, onclick: () => jump(h.part) }, el("b", {}, "part " + h.part), " ", el("span", { class: "mono" }, h.snippet))));
     }
@@ -326,8 +344,9 @@
         el("div", { class: "timeline-wrap" },
           el("div", { class: "toolbar" }, el("b", {}, "Parts"), jumpBox, el("button", { id: "go", onclick: () => jump(parseInt(jumpBox.value, 10)) }, "Go"),
             el("label", { class: "muted" }, followBox, " follow new parts"), el("span", { class: "muted", id: "total" })),
-          el("div", { class: "toolbar" }, searchBox, el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests"),
-            el("span", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change")),
+          el("div", { class: "toolbar" }, searchBox, kindSel, toolSel, sessSel, el("label", { class: "muted" }, onlyErrors, " errors"),
+            el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests")),
+          el("div", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change"),
           hitsBox,
           tl),
         detail));
@@ -484,7 +503,7 @@
         else if (st.tab === "calls") await showCalls(body, 0);
         else if (!n) { clear(body); add(body, el("p", { class: "muted" }, "Pick a part in the timeline, a mark on the curve, or type a part number.")); }
         else if (st.tab === "diff") await showDiff(body, n);
-        else if (st.tab === "code") await showCode(body, n, "");
+        else if (st.tab === "code") await showCode(body, n);
         else await showPart(body, n);
       } catch (e) { clear(body); add(body, el("p", { class: "bad" }, e.message)); }
       if (st.sel === n) { detail.setAttribute("data-part", n); detail.setAttribute("data-tab", st.tab); }
@@ -513,17 +532,20 @@
       if (d.prompt) add(body, el("h2", {}, "Prompt"), el("pre", { class: "prompt" }, d.prompt));
       for (const a of d.before) if (a.text) add(body, el("h2", {}, a.kind || "before"), el("pre", { class: "aside" }, a.text));
       if (d.text) add(body, el("h2", {}, d.kind === "reasoning" ? "Reasoning" : "Text"), el("pre", { class: "agent-text", id: "agent-text" }, d.text));
-      if (d.input) add(body, el("h2", {}, "Input"), el("pre", { class: "tool-input" }, d.input));
-      if (d.output) add(body, el("h2", {}, "Output"), el("pre", { class: "tool-output" }, d.output));
+      const a = d.action;
+      if (a) add(body, actionBlock(a, d));
+      else if (d.input) add(body, el("h2", {}, "Input"), el("pre", { class: "tool-input" }, d.input));
+      // A run_tests output is its result as JSON: the case table below
+      // shows it; the JSON stays behind a toggle.
+      if (d.output && d.calls.length && d.output.trimStart().startsWith("{")) add(body, el("details", {}, el("summary", {}, "tool output (JSON)"), el("pre", { class: "tool-output" }, d.output)));
+      else if (d.output) add(body, el("h2", {}, a && a.kind === "command" ? "Output" : "Result"), el("pre", { class: "tool-output" }, d.output));
       if (d.tool_error) add(body, el("h2", { class: "bad" }, "Error"), el("pre", {}, d.tool_error));
-      if (d.calls.length) {
-        add(body, el("h2", {}, "run_tests"), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "ms"), el("th", {}, "")),
-          d.calls.map((c) => el("tr", {}, el("td", {}, c.path), el("td", { class: "num" }, c.ok ? c.passed : "–"), el("td", { class: "num" }, c.ok ? c.total : "–"), el("td", { class: "num" }, c.duration_ms), el("td", { class: "bad" }, c.error || "")))));
-      }
+      if (a && d.input) add(body, el("details", {}, el("summary", {}, "tool input (JSON)"), el("pre", { class: "tool-input" }, d.input)));
+      for (const c of d.calls) add(body, testsBlock(c));
       const cp = d.checkpoint;
       if (cp && cp.committed) {
         add(body, el("h2", {}, "Files changed (" + cp.changed_files.length + ")"),
-          el("ul", { class: "files" }, cp.changed_files.map((f) => el("li", {}, el("a", { onclick: () => { st.tab = "code"; setHash(); openFile(n, f); } }, f)))),
+          el("ul", { class: "files" }, cp.changed_files.map((f) => el("li", {}, el("a", { onclick: () => openFile(n, f) }, f)))),
           el("button", { id: "open-diff", onclick: () => { st.tab = "diff"; setHash(); showTab(); } }, "Show diff"));
       }
       if (d.model_calls.length) {
@@ -533,6 +555,49 @@
       }
       if (d.gateway_calls.length) add(body, el("h2", {}, "Model gateway record"), callTable(d.gateway_calls));
       if (d.raw) add(body, el("details", {}, el("summary", {}, "raw part" + (d.raw_truncated ? " (clipped)" : "")), el("pre", {}, d.raw)));
+    }
+
+    // actionBlock draws what a tool did: an edit as a diff, a write as the
+    // file, a command as a shell line, a sub-agent as a link to its parts.
+    function actionBlock(a, d) {
+      const box = el("div", { class: "action action-" + a.kind, id: "action" });
+      if (a.kind === "edit") {
+        const pre = el("pre", { class: "diff", id: "action-diff" });
+        for (const l of a.diff || []) pre.appendChild(el("span", { class: l.op === "+" ? "add" : l.op === "-" ? "del" : l.op === "@" ? "hunk" : "ctx" }, l.op === "@" ? "@@ " + l.text + " @@" : l.op + l.text));
+        add(box, el("h2", {}, "Edit ", el("span", { class: "mono" }, a.path || "?")), pre, a.truncated ? el("p", { class: "warn" }, "diff clipped") : null);
+      } else if (a.kind === "write") {
+        add(box, el("h2", {}, "Wrote ", el("span", { class: "mono" }, a.path || "?")), codeBlock({ lines: a.lines, text: a.text || "" }, "action-file"), a.truncated ? el("p", { class: "warn" }, "file clipped") : null);
+      } else if (a.kind === "command") {
+        add(box, el("h2", {}, "Command", a.description ? el("span", { class: "muted" }, " — " + a.description) : null), el("pre", { class: "command", id: "action-command" }, "$ " + a.command));
+      } else if (a.kind === "task") {
+        const sa = d.sub_agent;
+        add(box, el("h2", {}, "Sub-agent", a.description ? el("span", { class: "muted" }, " — " + a.description) : null),
+          sa && sa.first_part ? el("p", {}, el("a", { class: "sub-agent-link", id: "sub-agent-link", onclick: () => jump(sa.first_part) }, "open its session (parts " + sa.first_part + "–" + sa.last_part + ")")) : el("p", { class: "muted" }, "its session recorded no parts"),
+          a.prompt ? el("pre", { class: "prompt" }, a.prompt) : null);
+      }
+      return box;
+    }
+
+    // testsBlock is one run_tests call: its counts, a failed build, then
+    // its cases, failing first, with expected against actual.
+    function testsBlock(c) {
+      const box = el("div", { class: "run-tests" });
+      add(box, el("h2", {}, "run_tests ", el("span", { class: "mono" }, c.path), " ", c.ok ? el("span", { class: c.failed ? "bad" : "good" }, c.passed + "/" + c.total + " passed") : el("span", { class: "bad" }, "no result"),
+        el("span", { class: "muted" }, " · " + (c.duration_ms / 1000).toFixed(1) + " s")));
+      if (c.error) add(box, el("pre", { class: "bad" }, c.error));
+      if (c.build) add(box, el("div", { class: "bad" }, "build failed (exit " + c.build.exit_code + ")" + (c.build.error ? ": " + c.build.error : "")), c.build.stderr_tail ? el("pre", {}, c.build.stderr_tail) : null);
+      for (const v of c.voided || []) add(box, el("div", { class: "bad" }, "suite " + v.suite + " voided: " + v.reason));
+      if (c.cases && c.cases.length) {
+        const exp = (x) => [x.expect_reject ? "reject" : null, x.expected_exit_code !== undefined && x.expected_exit_code !== null ? "exit " + x.expected_exit_code : null, x.expected_stdout !== undefined && x.expected_stdout !== null ? "stdout " + JSON.stringify(x.expected_stdout) : null].filter(Boolean).join(", ");
+        const act = (x) => "exit " + x.actual_exit_code + (x.expected_stdout !== undefined && x.expected_stdout !== null ? ", stdout " + JSON.stringify(x.actual_stdout) : "");
+        add(box, el("div", { class: "table-wrap" }, el("table", { class: "cases" },
+          el("tr", {}, el("th", {}, "case"), el("th", {}, ""), el("th", {}, "phase"), el("th", {}, "expected"), el("th", {}, "actual"), el("th", {}, "stderr / error")),
+          c.cases.map((x) => el("tr", { class: x.passed ? "pass" : "fail" }, el("td", { class: "mono" }, x.name), el("td", { class: x.passed ? "good" : "bad" }, x.passed ? "pass" : "fail"), el("td", {}, x.phase),
+            el("td", { class: "mono" }, x.passed ? "" : exp(x)), el("td", { class: "mono" }, x.passed ? "" : act(x)),
+            el("td", { class: "mono" }, x.error ? el("div", { class: "bad" }, x.error) : null, x.stderr_tail && !x.passed ? el("pre", { class: "tail" }, x.stderr_tail) : null))))),
+          c.more_cases ? el("p", { class: "muted" }, c.more_cases + " more cases not listed") : null);
+      }
+      return box;
     }
 
     // callTable lists model calls of the gateway's record; a row opens the
@@ -552,9 +617,16 @@
             clear(resp);
             try {
               const d = await api("/api/t/" + enc(id) + "/calls/" + c.seq);
-              add(resp, el("h2", {}, "Model call " + d.seq + " response" + (d.truncated ? " (clipped)" : "")),
-                el("div", { class: "muted" }, "request " + num(d.request.bytes) + " bytes, sha256 " + d.request.sha256), d.error ? el("pre", { class: "bad" }, d.error) : null,
-                el("pre", { class: "call-response" }, d.response));
+              const r = d.reply;
+              add(resp, el("h2", {}, "Model call " + d.seq + (d.model ? " · " + d.model : "")),
+                el("div", { class: "muted" }, (d.latency_ms / 1000).toFixed(2) + " s" + (d.first_byte_ms ? " (first byte " + (d.first_byte_ms / 1000).toFixed(2) + " s)" : "") +
+                  (d.tokens ? " · input " + num(d.tokens.input) + ", output " + num(d.tokens.output) + ", cache read " + num(d.tokens.cache_read) : "") + (d.cost ? " · " + money(d.cost) : "") +
+                  " · request " + num(d.request.bytes) + " bytes, sha256 " + d.request.sha256), d.error ? el("pre", { class: "bad" }, d.error) : null,
+                r ? el("div", { class: "call-reply" },
+                  r.reasoning ? [el("h2", {}, "Reasoning"), el("pre", { class: "reply-reasoning" }, r.reasoning)] : null,
+                  r.text ? [el("h2", {}, "Text"), el("pre", { class: "reply-text" }, r.text)] : null,
+                  (r.tool_calls || []).map((c) => [el("h2", {}, "Tool call ", el("span", { class: "mono" }, c.name)), el("pre", { class: "reply-tool" }, prettyJSON(c.arguments))])) : null,
+                el("details", { open: r ? null : true }, el("summary", {}, "raw response" + (d.truncated ? " (clipped)" : "")), el("pre", { class: "call-response" }, d.response)));
             } catch (e) { add(resp, el("p", { class: "bad" }, e.message)); }
           } }, "response"))))), resp);
       return out;
@@ -593,48 +665,65 @@
       if (lines.length > LIMIT || d.truncated) add(body, el("p", { class: "warn" }, "Diff clipped (" + lines.length + " lines" + (d.truncated ? ", over 2 MB" : "") + ")."));
     }
 
-    async function showCode(body, n, path) {
-      const d = await api("/api/t/" + enc(id) + "/tree/" + n + "?path=" + enc(path));
+    // The code tab shows the tree and a file side by side at the part's
+    // commit: the file with line numbers, highlighted, the lines this part
+    // added marked, and the parts whose checkpoints changed it as links.
+    // st.codeDir and st.codeFile keep the place when another part opens.
+    async function showCode(body, n, dir) {
+      if (dir === undefined) dir = st.codeDir || "";
+      const d = await api("/api/t/" + enc(id) + "/tree/" + n + "?path=" + enc(dir));
       if (st.sel !== n) return;
+      st.codeDir = d.path;
       clear(body);
-      add(body, el("h2", {}, "Code at part " + n), pathCrumb(n, d.path, false));
       const list = el("ul", { class: "files", id: "tree" });
       for (const e of d.entries) {
         const full = (d.path ? d.path + "/" : "") + e.name;
-        add(list, el("li", {}, e.type === "dir"
+        add(list, el("li", { class: full === st.codeFile ? "open" : null }, e.type === "dir"
           ? el("a", { onclick: () => showCode(body, n, full) }, "📁 " + e.name + "/")
           : el("a", { onclick: () => openFile(n, full) }, e.name), e.size ? el("span", { class: "muted" }, "  " + num(e.size) + " B") : null));
       }
       if (!d.entries.length) add(list, el("li", { class: "muted" }, "(empty)"));
-      add(body, list);
+      const filePane = el("div", { class: "file-pane", id: "file-pane" }, el("p", { class: "muted" }, "Pick a file."));
+      add(body, el("h2", {}, "Code at part " + n), el("div", { class: "code-split", id: "code-split" },
+        el("div", { class: "tree-pane" }, pathCrumb(n, d.path), list), filePane));
+      if (st.codeFile) await openFile(n, st.codeFile);
     }
-    function pathCrumb(n, path, isFile) {
+    function pathCrumb(n, path) {
       const c = el("div", { class: "crumb mono" });
-      add(c, el("a", { onclick: () => { st.tab = "code"; showCodeTab(n, ""); } }, "/"));
+      const body = () => document.getElementById("detail-body");
+      add(c, el("a", { onclick: () => showCode(body(), n, "") }, "/"));
       const segs = path ? path.split("/") : [];
       segs.forEach((s, i) => {
         const sub = segs.slice(0, i + 1).join("/");
-        if (isFile && i === segs.length - 1) add(c, s);
-        else add(c, el("a", { onclick: () => showCodeTab(n, sub) }, s), "/");
+        add(c, el("a", { onclick: () => showCode(body(), n, sub) }, s), "/");
       });
       return c;
     }
-    async function showCodeTab(n, path) {
-      const body = document.getElementById("detail-body");
-      if (body) await showCode(body, n, path);
-    }
+    // openFile shows path at part n beside the tree (building the tab
+    // first when another tab is open).
     async function openFile(n, path) {
-      if (st.tab !== "code") { st.tab = "code"; setHash(); }
-      clear(detail); add(detail, tabs());
-      const body = el("div", { id: "detail-body" }, el("p", { class: "muted" }, "Loading…"));
-      add(detail, body);
+      st.codeFile = path;
+      let pane = document.getElementById("file-pane");
+      if (!pane || st.tab !== "code") {
+        st.tab = "code"; setHash();
+        const i = path.lastIndexOf("/");
+        st.codeDir = i > 0 ? path.substring(0, i) : "";
+        return showTab();
+      }
+      for (const li of document.querySelectorAll("#tree li")) li.classList.toggle("open", li.querySelector("a") && (st.codeDir ? st.codeDir + "/" : "") + li.querySelector("a").textContent === path);
+      clear(pane); add(pane, el("p", { class: "muted" }, "Loading…"));
       try {
         const d = await api("/api/t/" + enc(id) + "/file/" + n + "?path=" + enc(path));
-        clear(body);
+        if (st.sel !== n) return;
+        clear(pane);
         const f = d.file;
-        add(body, el("h2", {}, "Code at part " + n), pathCrumb(n, f.path, true), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "")),
+        const here = f.changed_at.indexOf(n) >= 0;
+        add(pane, el("div", { class: "mono file-name" }, f.path), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "") +
+            (f.added.length ? " · " + f.added.length + " lines added at this part (marked)" : "")),
+          el("div", { class: "changed-at", id: "changed-at" }, "changed at parts: ", f.changed_at.length ? f.changed_at.map((p, i) => [i ? ", " : "", p === n ? el("b", {}, p) : el("a", { "data-part": p, onclick: () => { st.tab = "code"; st.codeFile = path; jump(p); } }, p)]) : "none recorded",
+            f.more_changes ? " …" : "", here ? null : el("span", { class: "muted" }, " (not at this part)")),
           f.binary ? el("p", { class: "muted" }, "Binary file.") : codeBlock(f));
-      } catch (e) { clear(body); add(body, el("p", { class: "bad" }, e.message)); }
+      } catch (e) { clear(pane); add(pane, el("p", { class: "bad" }, e.message)); }
       detail.setAttribute("data-part", n); detail.setAttribute("data-tab", "code");
     }
 
@@ -660,12 +749,13 @@
 
     // codeBlock shows a file with line numbers; highlighted by the server's
     // tokens ([class, text]) when it sent them, styled by app.css classes.
-    function codeBlock(f) {
-      const pre = el("pre", { class: "file code" + (f.lines ? " hl" : ""), id: "file" });
+    function codeBlock(f, id) {
+      const pre = el("pre", { class: "file code" + (f.lines ? " hl" : ""), id: id || "file" });
       const lines = f.lines || f.text.split("\n").map((t) => [["", t]]);
+      const added = new Set(f.added || []);
       const frag = document.createDocumentFragment();
       lines.forEach((toks, i) => {
-        const line = el("span", { class: "line" }, el("span", { class: "ln" }, String(i + 1)));
+        const line = el("span", { class: "line" + (added.has(i + 1) ? " added" : "") }, el("span", { class: "ln" }, String(i + 1)));
         for (const [c, t] of toks) line.appendChild(c ? el("span", { class: "t-" + c }, t) : document.createTextNode(t));
         line.appendChild(document.createTextNode("\n"));
         frag.appendChild(line);
@@ -718,6 +808,7 @@
         if (changed) {
           st.version = m.version;
           drawHead(m);
+          fillFilters(m);
           const grew = m.parts !== st.total;
           setTotal(m.parts);
           st.partial = null;

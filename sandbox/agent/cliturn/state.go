@@ -35,3 +35,21 @@ func SaveState(dir, name string, v any) error {
 	}
 	return atomicfile.WriteBytes(filepath.Join(dir, name), b)
 }
+
+// RewriteConfig makes path (a harness's configuration, in a folder the
+// agent can write) hold exactly data, so nothing the agent wrote there
+// survives into the next turn. A regular file that already holds data is
+// left alone: an agent that filled its capped disk does not fail the next
+// turn. Anything else is replaced, never written through: the agent may
+// have left a symlink to a host file there, and traj writes as root.
+func RewriteConfig(path string, data []byte) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
+		if b, err := os.ReadFile(path); err == nil && string(b) == string(data) {
+			return nil
+		}
+	}
+	if err := atomicfile.WriteBytes(path, data); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

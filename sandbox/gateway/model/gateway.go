@@ -156,6 +156,11 @@ func (g *Gateway) RecordErr() error {
 }
 
 // end closes Done once, with the first reason.
+// Halt ends the run from outside the gateway (a rerun's recorded calls
+// are spent): as a budget does, Done closes with reason and detail, and
+// every further call is refused.
+func (g *Gateway) Halt(reason, detail string) { g.end(reason, detail) }
+
 func (g *Gateway) end(reason, detail string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -249,7 +254,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := Call{API: api, Method: r.Method, Path: r.URL.Path, StartedAt: trace.Timestamp(start),
-		Request: digest(body)}
+		Request: DigestOf(body)}
 	var head struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
@@ -419,7 +424,8 @@ func msSince(now, start time.Time) float64 {
 	return float64(now.Sub(start).Microseconds()) / 1000
 }
 
-func digest(body []byte) Digest {
+// DigestOf is how the record names a request body.
+func DigestOf(body []byte) Digest {
 	sum := sha256.Sum256(body)
 	return Digest{SHA256: hex.EncodeToString(sum[:]), Bytes: len(body)}
 }

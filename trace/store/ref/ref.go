@@ -291,6 +291,10 @@ func (t *Trajectory) HistoryPaths(ctx context.Context) ([]string, error) {
 	return paths, nil
 }
 
+// Fetch returns a local file holding the trajectory's object key (a key
+// under Prefix): in place for local stores, else a cached download.
+func (t *Trajectory) Fetch(ctx context.Context, key string) (string, error) { return t.fetch(ctx, key) }
+
 // fetch returns a local file holding key: in place for local stores, else
 // a download into the cache, reused while size and time match the store's.
 func (t *Trajectory) fetch(ctx context.Context, key string) (string, error) {

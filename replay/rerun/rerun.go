@@ -1,0 +1,335 @@
+// Package rerun says whether a rerun (`traj replay rerun`: the same
+// harness, task and sandbox, its model calls answered from the source's
+// record) reproduced its source: part by part (kind, tool, input, text,
+// read through each trace's harness reader, never harness JSON), the
+// checkpoint tree at every part either committed, and the model requests
+// (by digest, the record keeps no bodies).
+//
+// Parts match by number: part n of the rerun is the rerun of the source's
+// part n (the trace's rerun_of says so). Reproduced N/M counts the parts
+// equal from the first on; after the first difference the two runs are
+// different trajectories and nothing more is claimed.
+package rerun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/trace"
+)
+
+// Side is one trajectory of the comparison as files on this machine.
+type Side struct {
+	ID    string
+	Trace string
+	// Bundles hold its checkpoint history (repo.bundle or history/).
+	Bundles []string
+	// Calls is its model_calls.jsonl ("": not compared).
+	Calls string
+}
+
+// Trees gives the tree of a checkpoint commit (replay/githistory).
+type Trees interface {
+	Tree(ctx context.Context, commit string) (string, error)
+}
+
+// Report is the comparison, as rerun.json stores it.
+type Report struct {
+	Source string `json:"source"`
+	Rerun  string `json:"rerun"`
+	// SourceParts counts the source's parts asked for (all, or up to
+	// --until-part); RerunParts the rerun's.
+	SourceParts int `json:"source_parts"`
+	RerunParts  int `json:"rerun_parts"`
+	// Reproduced is how many parts, from the first, are equal in both
+	// (kind, tool, input, text) with equal checkpoint trees.
+	Reproduced int `json:"reproduced"`
+	// Checkpoints counts the committed parts compared by tree.
+	Checkpoints int `json:"checkpoints"`
+	// FirstPart is the first part whose kind, tool, input or text
+	// differs (or that one side lacks); FirstTree the first part whose
+	// checkpoint differs; FirstRequest the first model request whose
+	// digest differs. Nil: none.
+	FirstPart    *PartDiff    `json:"first_part,omitempty"`
+	FirstTree    *TreeDiff    `json:"first_tree,omitempty"`
+	FirstRequest *RequestDiff `json:"first_request,omitempty"`
+	// SourceEnd and RerunEnd are the session_end reasons.
+	SourceEnd string `json:"source_end,omitempty"`
+	RerunEnd  string `json:"rerun_end,omitempty"`
+}
+
+// PartDiff is a part that differs: Field says what, the values are short.
+type PartDiff struct {
+	Part   int    `json:"part"`
+	Field  string `json:"field"`
+	Source string `json:"source"`
+	Rerun  string `json:"rerun"`
+}
+
+// TreeDiff is a part whose checkpoint differs ("" tree: not committed).
+type TreeDiff struct {
+	Part   int    `json:"part"`
+	Source string `json:"source_tree"`
+	Rerun  string `json:"rerun_tree"`
+}
+
+// RequestDiff is the first model request of the rerun that is not its
+// source's bytes: the n-th call of one path and model in each record.
+type RequestDiff struct {
+	Call      int          `json:"call"`
+	Path      string       `json:"path"`
+	Model     string       `json:"model,omitempty"`
+	Source    model.Digest `json:"source"`
+	Rerun     model.Digest `json:"rerun"`
+	SourceSeq int          `json:"source_seq"`
+	RerunSeq  int          `json:"rerun_seq"`
+	Why       string       `json:"why"`
+}
+
+// Summary is the one line a user reads first.
+func (r Report) Summary() string {
+	s := fmt.Sprintf("reproduced %d/%d parts", r.Reproduced, r.SourceParts)
+	switch {
+	case r.FirstPart != nil:
+		s += fmt.Sprintf("; first divergence at part %d (%s)", r.FirstPart.Part, r.FirstPart.Field)
+	case r.FirstTree != nil:
+		s += fmt.Sprintf("; first checkpoint that differs at part %d", r.FirstTree.Part)
+	}
+	return s
+}
+
+// Compare compares rerun with source up to the source's part untilPart
+// (0: all). trees opens each side's history.
+func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(ctx context.Context, bundles []string) (Trees, func(), error)) (*Report, error) {
+	src, err := readParts(source.Trace)
+	if err != nil {
+		return nil, err
+	}
+	re, err := readParts(rerun.Trace)
+	if err != nil {
+		return nil, err
+	}
+	if untilPart > 0 && untilPart < len(src.parts) {
+		src.parts = src.parts[:untilPart]
+	}
+	rep := &Report{Source: source.ID, Rerun: rerun.ID, SourceParts: len(src.parts), RerunParts: len(re.parts),
+		SourceEnd: src.end, RerunEnd: re.end}
+	st, closeS, err := trees(ctx, source.Bundles)
+	if err != nil {
+		return nil, fmt.Errorf("source history: %w", err)
+	}
+	defer closeS()
+	rt, closeR, err := trees(ctx, rerun.Bundles)
+	if err != nil {
+		return nil, fmt.Errorf("rerun history: %w", err)
+	}
+	defer closeR()
+	equal := true
+	for i := 0; i < max(len(src.parts), len(re.parts)) && (rep.FirstPart == nil || rep.FirstTree == nil); i++ {
+		n := i + 1
+		if i >= len(src.parts) {
+			if untilPart > 0 {
+				break // the rerun went past the part asked for: not compared
+			}
+			rep.FirstPart = firstOf(rep.FirstPart, &PartDiff{Part: n, Field: "part", Source: "(none)", Rerun: re.parts[i].describe()})
+			equal = false
+			break
+		}
+		if i >= len(re.parts) {
+			rep.FirstPart = firstOf(rep.FirstPart, &PartDiff{Part: n, Field: "part", Source: src.parts[i].describe(), Rerun: "(none)"})
+			equal = false
+			break
+		}
+		a, b := src.parts[i], re.parts[i]
+		if d := a.diff(b); d != nil && rep.FirstPart == nil {
+			d.Part = n
+			rep.FirstPart = d
+			equal = false
+		}
+		ta, err := treeOf(ctx, st, a)
+		if err != nil {
+			return nil, fmt.Errorf("source part %d: %w", n, err)
+		}
+		tb, err := treeOf(ctx, rt, b)
+		if err != nil {
+			return nil, fmt.Errorf("rerun part %d: %w", n, err)
+		}
+		if ta != "" || tb != "" {
+			rep.Checkpoints++
+		}
+		if ta != tb && rep.FirstTree == nil {
+			rep.FirstTree = &TreeDiff{Part: n, Source: ta, Rerun: tb}
+			equal = false
+		}
+		if equal {
+			rep.Reproduced = n
+		}
+	}
+	if source.Calls != "" && rerun.Calls != "" {
+		if rep.FirstRequest, err = firstRequest(source.Calls, rerun.Calls); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func firstOf(have, d *PartDiff) *PartDiff {
+	if have != nil {
+		return have
+	}
+	return d
+}
+
+// part is what a part is compared by.
+type part struct {
+	kind, tool, input, text string
+	committed               bool
+	commit                  string
+}
+
+func (p part) describe() string {
+	if p.tool != "" {
+		return p.kind + " " + p.tool
+	}
+	return p.kind
+}
+
+// diff names the first field of p and q that differs.
+func (p part) diff(q part) *PartDiff {
+	for _, f := range []struct{ name, a, b string }{
+		{"kind", p.kind, q.kind}, {"tool", p.tool, q.tool}, {"input", p.input, q.input}, {"text", p.text, q.text},
+	} {
+		if f.a != f.b {
+			return &PartDiff{Field: f.name, Source: short(f.a), Rerun: short(f.b)}
+		}
+	}
+	return nil
+}
+
+func short(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+type parts struct {
+	parts []part
+	end   string
+}
+
+// readParts reads a trace's parts through its harness's reader.
+func readParts(path string) (parts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return parts{}, fmt.Errorf("read trace: %w", err)
+	}
+	defer f.Close()
+	var out parts
+	var rd agent.Reader
+	err = trace.Scan(f, trace.Visitor{
+		OnHeader: func(h *trace.Header) error { rd = harness.Reader(h.Agent); return nil },
+		OnPart: func(_ int, p *trace.Part) error {
+			np, _ := rd.Part(p.PartID, agent.Kind(p.PartType), p.Content)
+			q := part{kind: string(np.Kind)}
+			if q.kind == "" {
+				q.kind = p.PartType
+			}
+			switch {
+			case np.Tool != nil:
+				q.tool, q.input = np.Tool.Name, canonical(np.Tool.Input)
+			case p.Tool != "":
+				q.tool = p.Tool
+			}
+			if np.Kind == agent.KindText || np.Kind == agent.KindReasoning {
+				q.text = np.Text
+			}
+			if c := p.RepoCheckpoint; c != nil && c.Committed {
+				q.committed, q.commit = true, c.CommitAfter
+			}
+			out.parts = append(out.parts, q)
+			return nil
+		},
+		OnEnd: func(t *trace.Trace) error {
+			if t.SessionEnd != nil {
+				out.end = t.SessionEnd.Reason
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return parts{}, fmt.Errorf("read trace %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// canonical is a JSON value with its keys sorted and no spacing, so two
+// harness versions' spacing never counts as a difference.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(bytes.TrimSpace(raw))
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func treeOf(ctx context.Context, t Trees, p part) (string, error) {
+	if !p.committed {
+		return "", nil
+	}
+	return t.Tree(ctx, p.commit)
+}
+
+// firstRequest pairs the two records' answered calls in order within each
+// path and model, and returns the first pair whose digests differ.
+func firstRequest(sourcePath, rerunPath string) (*RequestDiff, error) {
+	type key struct{ path, model string }
+	load := func(p string) ([]model.Call, error) {
+		var out []model.Call
+		_, err := model.ReadRecord(p, func(c model.Call) error {
+			if c.Status > 0 && c.Status != 499 && !strings.HasPrefix(c.Error, "refused: ") {
+				out = append(out, c)
+			}
+			return nil
+		})
+		return out, err
+	}
+	src, err := load(sourcePath)
+	if err != nil {
+		return nil, err
+	}
+	re, err := load(rerunPath)
+	if err != nil {
+		return nil, err
+	}
+	queue := map[key][]model.Call{}
+	for _, c := range src {
+		k := key{c.Path, c.Model}
+		queue[k] = append(queue[k], c)
+	}
+	taken := map[key]int{}
+	for _, c := range re {
+		k := key{c.Path, c.Model}
+		n := taken[k]
+		taken[k]++
+		if n >= len(queue[k]) {
+			return &RequestDiff{Call: n + 1, Path: c.Path, Model: c.Model, Rerun: c.Request, RerunSeq: c.Seq,
+				Why: "the source recorded no such call"}, nil
+		}
+		s := queue[k][n]
+		if s.Request != c.Request {
+			return &RequestDiff{Call: n + 1, Path: c.Path, Model: c.Model, Source: s.Request, Rerun: c.Request,
+				SourceSeq: s.Seq, RerunSeq: c.Seq,
+				Why: fmt.Sprintf("the request is not the source's bytes (%d bytes, source %d)", c.Request.Bytes, s.Request.Bytes)}, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,144 @@
+package rerun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/trajlab/traj/trace"
+)
+
+// ocPart is an OpenCode part as the trace keeps it: text, or a tool call
+// with its input.
+type ocPart struct {
+	text, tool, input string
+	commit            string // "" for a part without a checkpoint
+}
+
+func writeTrace(t *testing.T, id string, parts []ocPart) string {
+	t.Helper()
+	tr := trace.Trace{TrajectoryID: id, SessionID: "ses", Agent: "opencode@1.18.33", AgentModel: "scripted/demo", StartedAt: "2026-11-25T00:00:00Z"}
+	turn := trace.Turn{Turn: 1}
+	for i, p := range parts {
+		var content map[string]any
+		kind := "text"
+		if p.tool != "" {
+			kind = "tool"
+			content = map[string]any{"id": fmt.Sprint("prt_", i), "type": "tool", "tool": p.tool, "callID": "call",
+				"state": map[string]any{"status": "completed", "input": json.RawMessage(p.input), "output": "ok"}}
+		} else {
+			content = map[string]any{"id": fmt.Sprint("prt_", i), "type": "text", "text": p.text}
+		}
+		raw, _ := json.Marshal(content)
+		tp := trace.Part{Part: i + 1, PartID: fmt.Sprint("prt_", i), PartType: kind, Tool: p.tool, Content: raw}
+		if p.commit != "" {
+			tp.RepoCheckpoint = &trace.RepoCheckpoint{CommitAfter: p.commit, Committed: true}
+		}
+		turn.Parts = append(turn.Parts, tp)
+	}
+	tr.Turns = []trace.Turn{turn}
+	tr.SessionEnd = &trace.SessionEnd{Reason: "agent_error", TotalParts: len(parts)}
+	b, _ := json.Marshal(tr)
+	p := filepath.Join(t.TempDir(), id+".json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// trees is a history by table: commit → tree.
+type trees map[string]string
+
+func (m trees) Tree(_ context.Context, c string) (string, error) {
+	if tr, ok := m[c]; ok {
+		return tr, nil
+	}
+	return "", fmt.Errorf("no commit %s", c)
+}
+
+// TestCompare: the first part that differs (by its field), the first
+// checkpoint tree that differs, a rerun that stops short, and --until-part.
+func TestCompare(t *testing.T) {
+	source := []ocPart{
+		{text: "Writing build.sh."},
+		{tool: "write", input: `{"filePath":"build.sh","content":"x"}`, commit: "s2"},
+		{tool: "bash", input: `{"command":"ls"}`},
+		{text: "Done.", commit: "s4"},
+	}
+	// The rerun's commits are other ids (other times); their trees are
+	// what counts.
+	same := []ocPart{
+		{text: "Writing build.sh."},
+		{tool: "write", input: `{ "content": "x", "filePath": "build.sh" }`, commit: "r2"},
+		{tool: "bash", input: `{"command":"ls"}`},
+		{text: "Done.", commit: "r4"},
+	}
+	srcTrees := trees{"s2": "T2", "s4": "T4"}
+	with := func(i int, p ocPart) []ocPart {
+		out := append([]ocPart(nil), same...)
+		out[i] = p
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		rerun      []ocPart
+		rerunTrees trees
+		until      int
+		reproduced int
+		firstPart  string // "part:field"
+		firstTree  int
+	}{
+		{name: "reproduced", rerun: same, rerunTrees: trees{"r2": "T2", "r4": "T4"}, reproduced: 4},
+		{name: "text", rerun: with(0, ocPart{text: "Writing BUILD.sh."}), rerunTrees: trees{"r2": "T2", "r4": "T4"}, firstPart: "1:text"},
+		{name: "tool input", rerun: with(2, ocPart{tool: "bash", input: `{"command":"ls -la"}`}), rerunTrees: trees{"r2": "T2", "r4": "T4"},
+			reproduced: 2, firstPart: "3:input"},
+		{name: "tool", rerun: with(2, ocPart{tool: "read", input: `{"command":"ls"}`}), rerunTrees: trees{"r2": "T2", "r4": "T4"},
+			reproduced: 2, firstPart: "3:tool"},
+		{name: "tree", rerun: same, rerunTrees: trees{"r2": "T2", "r4": "other"}, reproduced: 3, firstTree: 4},
+		{name: "not committed", rerun: with(1, ocPart{tool: "write", input: `{"filePath":"build.sh","content":"x"}`}),
+			rerunTrees: trees{"r4": "T4"}, reproduced: 1, firstTree: 2},
+		{name: "stops short", rerun: same[:2], rerunTrees: trees{"r2": "T2"}, reproduced: 2, firstPart: "3:part"},
+		{name: "until part", rerun: same[:2], rerunTrees: trees{"r2": "T2"}, until: 2, reproduced: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := Side{ID: "src", Trace: writeTrace(t, "src", source), Bundles: []string{"src"}}
+			re := Side{ID: "re", Trace: writeTrace(t, "re", tc.rerun), Bundles: []string{"re"}}
+			rep, err := Compare(t.Context(), src, re, tc.until, func(_ context.Context, b []string) (Trees, func(), error) {
+				if b[0] == "src" {
+					return srcTrees, func() {}, nil
+				}
+				return tc.rerunTrees, func() {}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Reproduced != tc.reproduced {
+				t.Errorf("reproduced %d, want %d (%s)", rep.Reproduced, tc.reproduced, rep.Summary())
+			}
+			got := ""
+			if rep.FirstPart != nil {
+				got = fmt.Sprintf("%d:%s", rep.FirstPart.Part, rep.FirstPart.Field)
+			}
+			if got != tc.firstPart {
+				t.Errorf("first part %q, want %q", got, tc.firstPart)
+			}
+			gotTree := 0
+			if rep.FirstTree != nil {
+				gotTree = rep.FirstTree.Part
+			}
+			if gotTree != tc.firstTree {
+				t.Errorf("first tree %d, want %d", gotTree, tc.firstTree)
+			}
+			wantParts := len(source)
+			if tc.until > 0 {
+				wantParts = tc.until
+			}
+			if rep.SourceParts != wantParts {
+				t.Errorf("source parts %d, want %d", rep.SourceParts, wantParts)
+			}
+		})
+	}
+}

@@ -1,0 +1,138 @@
+package playback
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trajlab/traj/sandbox/gateway/model"
+)
+
+func call(seq int, path, mdl, req, resp string, stream bool) model.Call {
+	return model.Call{Seq: seq, Method: http.MethodPost, Path: path, Model: mdl, Status: 200, Stream: stream,
+		Request: model.DigestOf([]byte(req)), Response: resp}
+}
+
+func body(mdl, text string) string {
+	b, _ := json.Marshal(map[string]any{"model": mdl, "messages": []any{map[string]string{"role": "user", "content": text}}})
+	return string(b)
+}
+
+// TestPlayback: each request gets its recorded answer verbatim; the same
+// bytes first, else the earliest of its path and model (a divergence);
+// each model keeps its own order; past the record a 400 and OnSpent,
+// once.
+func TestPlayback(t *testing.T) {
+	const chat = "/v1/chat/completions"
+	calls := []model.Call{
+		call(1, chat, "demo", body("demo", "one"), "data: {\"a\":1}\n\ndata: [DONE]\n\n", true),
+		call(2, chat, "small", body("small", "title"), `{"title":"t"}`, false),
+		call(3, chat, "demo", body("demo", "two"), "data: {\"a\":2}\n\ndata: [DONE]\n\n", true),
+		call(4, "/v1/messages", "claude", body("claude", "x"), "event: message_stop\ndata: {}\n\n", true),
+	}
+	var spent []string
+	var mu sync.Mutex
+	srv := New(calls, Options{OnSpent: func(d string) { mu.Lock(); spent = append(spent, d); mu.Unlock() }})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	post := func(path, b string) (int, string, string) {
+		t.Helper()
+		resp, err := http.Post(ts.URL+path, "application/json", strings.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(out)
+	}
+	// The title request arrives first: it takes the small model's call.
+	if code, ct, out := post(chat, body("small", "title")); code != 200 || out != calls[1].Response || ct != "application/json" {
+		t.Fatalf("title: %d %s %q", code, ct, out)
+	}
+	// Call 3's bytes arrive before call 1's: the same bytes win.
+	if code, ct, out := post(chat, body("demo", "two")); code != 200 || out != calls[2].Response || ct != "text/event-stream" {
+		t.Fatalf("two: %d %s %q", code, ct, out)
+	}
+	// Other bytes: the earliest unplayed call of that model, a divergence.
+	if _, _, out := post(chat, body("demo", "one, but another date")); out != calls[0].Response {
+		t.Fatalf("diverged request got %q", out)
+	}
+	if _, _, out := post("/v1/messages", body("claude", "x")); out != calls[3].Response {
+		t.Fatalf("messages got %q", out)
+	}
+	st := srv.Status()
+	if st.Played != 4 || st.Remaining() != 0 || len(st.Divergences) != 1 || st.Divergences[0].Seq != 1 || st.Divergences[0].Request != 3 {
+		t.Fatalf("status %+v", st)
+	}
+	// Past the record: refused, OnSpent once.
+	for range 2 {
+		if code, _, out := post(chat, body("demo", "three")); code != 400 || !strings.Contains(out, "source recorded 4, all played") {
+			t.Fatalf("past the record: %d %q", code, out)
+		}
+	}
+	if len(spent) != 1 {
+		t.Fatalf("OnSpent called %d times", len(spent))
+	}
+}
+
+// TestPlaybackRefuses: a model the source never called, and a response the
+// gateway kept truncated, end the rerun rather than answer wrongly.
+func TestPlaybackRefuses(t *testing.T) {
+	c := call(1, "/v1/responses", "gpt", body("gpt", "a"), "event: x\n", true)
+	for _, tc := range []struct {
+		name, model, want string
+		truncated         bool
+	}{
+		{name: "other model", model: "other", want: `no unplayed recorded call is one (0 of 1 played)`},
+		{name: "truncated", model: "gpt", truncated: true, want: "kept truncated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := c
+			cc.ResponseTruncated = tc.truncated
+			var spent string
+			srv := New([]model.Call{cc}, Options{OnSpent: func(d string) { spent = d }})
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body(tc.model, "a"))))
+			if rec.Code != 400 || !strings.Contains(spent, tc.want) {
+				t.Fatalf("%d, spent %q; want 400 and %q", rec.Code, spent, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoad keeps only the calls the upstream answered.
+func TestLoad(t *testing.T) {
+	ok := call(1, "/v1/chat/completions", "demo", "a", "{}", false)
+	lines := []model.Call{ok,
+		{Seq: 2, Method: "POST", Path: "/v1/chat/completions", Status: 499, Error: "client closed the request"},
+		{Seq: 3, Method: "POST", Path: "/v1/chat/completions", Status: 400, Error: "refused: the run is over"},
+		{Seq: 4, Method: "POST", Path: "/v1/chat/completions", Status: 502, Error: "POST x: connection refused"},
+		{Seq: 5, Method: "POST", Path: "/v1/chat/completions", Status: 503, Response: `{"error":{}}`},
+	}
+	var b strings.Builder
+	for _, c := range lines {
+		j, _ := json.Marshal(c)
+		b.Write(append(j, '\n'))
+	}
+	p := filepath.Join(t.TempDir(), "model_calls.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, c := range calls {
+		seqs = append(seqs, c.Seq)
+	}
+	if len(seqs) != 2 || seqs[0] != 1 || seqs[1] != 5 {
+		t.Fatalf("loaded %v, want [1 5] (an upstream's 503 is an answer too)", seqs)
+	}
+}
