@@ -173,7 +173,9 @@ report-png:
 
 ## view-png: screenshots of every viewer page (store, trajectory, diff, code,
 ## tests, compare, and a trace holding script injections) on a sample store,
-## taken by headless Chromium through chromedp, into out/view-*.png.
+## the recorded demo's tool parts, a 10,000-part trajectory without
+## evaluation, a 120-run store grouped by model and a 12-run compare, taken
+## by headless Chromium through chromedp, into out/view-*.png.
 view-png: chromium
 	mkdir -p out
 	TRAJ_VIEW_PNG_DIR=$(CURDIR)/out $(GO) test -count=1 -run '^TestViewScreenshots$$' ./replay/view/

@@ -170,10 +170,13 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "a mark on the curve opens its part", chromedp.WaitVisible(chromedp.CSS(`#timeline .row.sel[data-part="7"]`)))
 	run(t, ctx, "compare two trajectories",
 		chromedp.Navigate(base+"/#/compare?ids=alpha,beta"),
-		chromedp.WaitVisible(chromedp.CSS(`#compare-milestones`)))
-	n := js[int](t, ctx, `document.querySelectorAll("#compare-curve svg path").length`)
+		chromedp.WaitVisible(chromedp.CSS(`#compare-summary`)))
+	n := js[int](t, ctx, `document.querySelectorAll("#compare-curve svg path.line").length`)
 	if suites := text(t, ctx, `#compare-suites`); n != 2 || !strings.Contains(suites, "extra") || !strings.Contains(suites, "basics") {
-		t.Errorf("compare page: %d curves, suites table:\n%s", n, suites)
+		t.Errorf("compare page: %d curves, suites:\n%s", n, suites)
+	}
+	if rows := text(t, ctx, `#compare-summary`); !strings.Contains(rows, "part ") {
+		t.Errorf("compare page names no part to milestone:\n%s", rows)
 	}
 }
 
@@ -338,6 +341,14 @@ func TestBrowserRunsNoAgentScript(t *testing.T) {
 	check("compare page")
 }
 
+// discard runs a and drops its value, to sit among Void actions.
+func discard[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
 // TestViewScreenshots writes screenshots of each page to
 // TRAJ_VIEW_PNG_DIR (make view-png); without it, it does nothing.
 func TestViewScreenshots(t *testing.T) {
@@ -366,8 +377,36 @@ func TestViewScreenshots(t *testing.T) {
 	shot("tests", chromedp.Navigate(base+"/#/t/alpha/7?tab=tests"), chromedp.WaitVisible(chromedp.CSS(`#tests`)))
 	shot("calls", chromedp.Navigate(base+"/#/t/alpha/4?tab=calls"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-tab="calls"] .gateway-calls`)),
 		chromedp.Click(chromedp.CSS(`.gateway-calls tr:nth-child(5) .open-call`)), chromedp.WaitVisible(chromedp.CSS(`.call-reply`)))
-	shot("compare", chromedp.Navigate(base+"/#/compare?ids=alpha,beta"), chromedp.WaitVisible(chromedp.CSS(`#compare-milestones`)))
+	shot("compare", chromedp.Navigate(base+"/#/compare?ids=alpha,beta"), chromedp.WaitVisible(chromedp.CSS(`#compare-summary`)))
 	shot("xss", chromedp.Navigate(base+"/#/t/evil/1"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="1"]`)))
+	// Tools drawn as what they did, on the recorded demo without evaluation.
+	shot("edit", chromedp.Navigate(base+"/#/t/demo-ground-truth/25"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="25"] #action-diff`)))
+	shot("run-tests", chromedp.Navigate(base+"/#/t/demo-ground-truth/13"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="13"] table.cases`)))
+	shot("code-added", chromedp.Navigate(base+"/#/t/demo-ground-truth/25"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="25"] ul.files a`)),
+		chromedp.Click(chromedp.CSS(`#detail ul.files a`)), chromedp.WaitVisible(chromedp.CSS(`#file .line.added`)))
+	shot("filter", chromedp.Navigate(base+"/#/t/demo-ground-truth/7"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="7"] #action-command`)),
+		discard(chromedp.Evaluate[bool](`(() => { const s = document.querySelector("#filter-tool"); s.value = "bash"; s.dispatchEvent(new Event("change")); return true; })()`)),
+		chromedp.WaitVisible(chromedp.CSS(`#hits .hit`)))
+
+	// A 10,000-part trajectory without evaluation (ground truth every 10
+	// parts) and a 120-run store from an experiment.
+	big := t.TempDir()
+	manyRunsStore(t, big, 1, 10000)
+	bsrv, bbase, _ := testServer(t, Options{StoreURL: big, SummaryWait: time.Minute})
+	shot("big", chromedp.Navigate(bbase+"/?token="+bsrv.Token()+"#/t/run-000/9000"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="9000"] #effect .after`)),
+		chromedp.WaitVisible(chromedp.CSS(`#curve svg path.line`)))
+	many := t.TempDir()
+	manyRunsStore(t, many, 120, 300)
+	msrv, mbase, _ := testServer(t, Options{StoreURL: many, SummaryWait: 5 * time.Minute})
+	shot("store-120", chromedp.Navigate(mbase+"/?token="+msrv.Token()), chromedp.WaitVisible(chromedp.CSS(`#trajectories tr[data-id="run-119"]`)),
+		discard(chromedp.Evaluate[bool](`(() => { const s = document.querySelector("#group-by"); s.value = "model"; s.dispatchEvent(new Event("change")); return true; })()`)),
+		chromedp.WaitVisible(chromedp.CSS(`#groups tr.group`)))
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, fmt.Sprintf("run-%03d", i), fmt.Sprintf("run-%03d", i+12))
+	}
+	shot("compare-12", chromedp.Navigate(mbase+"/#/compare?ids="+strings.Join(ids, ",")), chromedp.WaitVisible(chromedp.CSS(`#compare-summary`)))
+	shot("compare-12-cost", chromedp.Click(chromedp.CSS(`#x-cost`)), chromedp.WaitVisible(chromedp.CSS(`#compare-curve svg`)))
 }
 
 // TestBrowserFollowsLiveTrajectory: a trajectory page left open while the

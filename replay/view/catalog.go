@@ -236,7 +236,7 @@ func (t *trajectory) refreshCalls(ctx context.Context) error {
 }
 
 // indexCacheVersion changes whenever Index's encoding does.
-const indexCacheVersion = "view-index-4"
+const indexCacheVersion = "view-index-5"
 
 func (c *catalog) indexCachePath(uri string) string {
 	if c.cacheDir == "" {

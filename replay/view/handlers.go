@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -39,8 +40,16 @@ type Summary struct {
 	BestPart  int                `json:"best_part,omitempty"`
 	SolvedAt  int                `json:"solved_at,omitempty"`
 	Suites    []report.SuiteRate `json:"suites"`
-	Warning   string             `json:"warning,omitempty"`
-	Error     string             `json:"error,omitempty"`
+	// Experiment is the experiment that ran the trajectory, if any.
+	Experiment string `json:"experiment,omitempty"`
+	// Milestones are the first parts reaching each milestone rate, and
+	// Hours the hours from the first part to them.
+	Milestones map[string]int     `json:"milestones,omitempty"`
+	Hours      map[string]float64 `json:"milestone_hours,omitempty"`
+	// Spark is the score curve in at most sparkPoints [part, rate] points.
+	Spark   [][2]float64 `json:"spark,omitempty"`
+	Warning string       `json:"warning,omitempty"`
+	Error   string       `json:"error,omitempty"`
 	// Pending: still being indexed; the store page asks again.
 	Pending bool `json:"pending,omitempty"`
 	// Version changes whenever the trajectory does (live pages poll it).
@@ -79,12 +88,45 @@ func (s *snapshot) summary(id string) Summary {
 	c := s.curve()
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
 	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
+	if len(c.Milestones) > 0 {
+		sum.Milestones, sum.Hours = c.Milestones, map[string]float64{}
+		for k, part := range c.Milestones {
+			if i, ok := ix.Find(part); ok && ix.Parts[0].Time > 0 && ix.Parts[i].Time > 0 {
+				sum.Hours[k] = float64(ix.Parts[i].Time-ix.Parts[0].Time) / 3.6e6
+			}
+		}
+	}
+	sum.Spark = spark(c.Points)
 	evalParts := 0
 	if s.eval != nil {
 		evalParts = len(s.eval.series.Points)
 	}
 	sum.Version = strconv.FormatInt(ix.Size, 10) + "-" + strconv.Itoa(len(ix.Parts)) + "-" + strconv.Itoa(evalParts)
 	return sum
+}
+
+// sparkPoints bounds a store row's sparkline.
+const sparkPoints = 40
+
+// spark thins a curve to at most sparkPoints [part, rate] points, keeping
+// the last.
+func spark(pts [][3]float64) [][2]float64 {
+	if len(pts) == 0 {
+		return nil
+	}
+	out := make([][2]float64, 0, sparkPoints)
+	for i := 0; i < sparkPoints-1; i++ {
+		j := i * len(pts) / (sparkPoints - 1)
+		if j >= len(pts) || (len(out) > 0 && out[len(out)-1][0] == pts[j][0]) {
+			continue
+		}
+		out = append(out, [2]float64{pts[j][0], pts[j][2]})
+	}
+	last := pts[len(pts)-1]
+	if out[len(out)-1][0] != last[0] {
+		out = append(out, [2]float64{last[0], last[2]})
+	}
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -137,6 +179,10 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
+	exps, err := experimentOf(r.Context(), s.cat.st)
+	if err != nil {
+		s.logger.Debug("list experiments", "err", err)
+	}
 	type result struct {
 		i   int
 		sum Summary
@@ -154,7 +200,9 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 				results <- result{i, Summary{ID: id, EndReason: "unreadable", Error: err.Error(), Suites: []report.SuiteRate{}}}
 				return
 			}
-			results <- result{i, snap.summary(id)}
+			sum := snap.summary(id)
+			sum.Experiment = experimentFor(exps, id)
+			results <- result{i, sum}
 		}()
 	}
 	out := make([]Summary, len(ids))
@@ -548,10 +596,13 @@ type Compared struct {
 	Curve   Curve   `json:"curve"`
 	// StartMs is the first part's time, for curves by elapsed time.
 	StartMs int64 `json:"start_ms"`
+	// CostAt maps parts to the cost spent by then ([part, dollars], at
+	// most maxPoints), for curves by cost.
+	CostAt [][2]float64 `json:"cost_at"`
 }
 
 // maxCompare bounds how many trajectories one compare page overlays.
-const maxCompare = 12
+const maxCompare = 60
 
 func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 	var ids []string
@@ -561,7 +612,7 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(ids) == 0 || len(ids) > maxCompare {
-		httpError(w, errors.Join(errBadRequest, errors.New("ids: give 1 to 12 trajectory ids, comma-separated")))
+		httpError(w, errors.Join(errBadRequest, fmt.Errorf("ids: give 1 to %d trajectory ids, comma-separated", maxCompare)))
 		return
 	}
 	out := []Compared{}
@@ -571,9 +622,15 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 			httpError(w, err)
 			return
 		}
-		c := Compared{Summary: snap.summary(id), Curve: snap.curve()}
-		if len(snap.ix.Parts) > 0 {
+		c := Compared{Summary: snap.summary(id), Curve: snap.curve(), CostAt: [][2]float64{}}
+		if n := len(snap.ix.Parts); n > 0 {
 			c.StartMs = snap.ix.Parts[0].Time
+			for i := 0; i < n; i += max(1, n/maxPoints) {
+				c.CostAt = append(c.CostAt, [2]float64{float64(snap.ix.Parts[i].Part), snap.ix.Parts[i].Cost})
+			}
+			if last := snap.ix.Parts[n-1]; c.CostAt[len(c.CostAt)-1][0] != float64(last.Part) {
+				c.CostAt = append(c.CostAt, [2]float64{float64(last.Part), last.Cost})
+			}
 		}
 		out = append(out, c)
 	}

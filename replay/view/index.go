@@ -27,6 +27,9 @@ type PartLoc struct {
 	// Time is the part's timestamp in Unix milliseconds (0: unknown).
 	Time      int64
 	Committed bool
+	// Cost is the trajectory's cost up to and including this part (US
+	// dollars, the parts' own costs), for curves by cost.
+	Cost float64
 }
 
 // Session is one agent session seen in the trace: the root or a sub-agent.
@@ -336,6 +339,9 @@ func (ix *Index) addPart(turn int, off int64, raw []byte) error {
 			ix.PartCost = new(float64)
 		}
 		*ix.PartCost += *p.Cost
+	}
+	if ix.PartCost != nil {
+		ix.Parts[len(ix.Parts)-1].Cost = *ix.PartCost
 	}
 	ix.Ground = append(ix.Ground, p.GroundTruth...)
 	for _, c := range p.EnvoiCalls {

@@ -114,12 +114,57 @@
     const filterBox = el("input", { type: "search", id: "filter", placeholder: "filter: id, model, agent, task, end…", size: 40,
       oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
     const cmpBtn = el("button", { id: "compare", disabled: true, onclick: () => { location.hash = "#/compare?ids=" + [...picked].map(enc).join(","); } }, "Compare selected");
+    let groupBy = "";
+    const groupSel = el("select", { id: "group-by", onchange: (e) => { groupBy = e.target.value; draw(); } },
+      [["", "no grouping"], ["model", "group by model"], ["agent", "group by harness"], ["task", "group by task"], ["experiment", "group by experiment"]].map(([v, l]) => el("option", { value: v }, l)));
+    const MAX_COMPARE = 60;
+    let shownIds = [];
+    const allBtn = el("button", { id: "compare-all", disabled: true, onclick: () => { location.hash = "#/compare?ids=" + shownIds.map(enc).join(","); } }, "Compare all shown");
     const title = el("h1", {}, "Trajectories");
     const storeLine = el("div", { class: "muted" });
+    const groupsBox = el("div", { id: "groups-box" });
     const table = el("table", { id: "trajectories" });
-    add(app, title, storeLine, el("div", { class: "toolbar" }, filterBox, cmpBtn, el("span", { class: "muted", id: "count" })), table);
+    add(app, title, storeLine, el("div", { class: "toolbar" }, filterBox, groupSel, cmpBtn, allBtn, el("span", { class: "muted", id: "count" })), groupsBox, table);
+    // drawGroups summarizes the shown rows per group: n, mean ± sd of
+    // the score, best, solved, median parts and hours to 50 % and 90 %.
+    function drawGroups(shown) {
+      clear(groupsBox);
+      if (!groupBy) return;
+      const groups = new Map();
+      for (const r of shown) { const k = r[groupBy] || "–"; if (!groups.has(k)) groups.set(k, []); groups.get(k).push(r); }
+      const median = (xs) => { xs = xs.filter((x) => x !== undefined && x !== null).sort((a, b) => a - b); if (!xs.length) return null; const m = xs.length >> 1; return xs.length % 2 ? xs[m] : (xs[m - 1] + xs[m]) / 2; };
+      const body = [];
+      for (const [k, rs] of [...groups].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
+        const sc = rs.map((r) => r.score).filter((x) => x !== null && x !== undefined);
+        const mean = sc.length ? sc.reduce((a, b) => a + b, 0) / sc.length : null;
+        const sd = sc.length > 1 ? Math.sqrt(sc.reduce((a, b) => a + (b - mean) ** 2, 0) / (sc.length - 1)) : null;
+        const best = sc.length ? Math.max(...sc) : null;
+        const solved = rs.filter((r) => r.end_reason === "solved" || r.solved_at).length;
+        const mp = (m) => median(rs.map((r) => r.milestones ? r.milestones[m] : null));
+        const mh = (m) => median(rs.map((r) => r.milestone_hours ? r.milestone_hours[m] : null));
+        const at = (m) => { const p = mp(m), h = mh(m); return p === null ? "–" : [num(Math.round(p)), h !== null ? el("span", { class: "muted" }, " · " + h.toFixed(1) + " h") : null]; };
+        const sources = [...new Set(rs.map((r) => r.score_source).filter(Boolean))].map(srcName).join(", ");
+        const ids = rs.map((r) => r.id);
+        body.push(el("tr", { class: "group", "data-group": k },
+          el("td", {}, el("a", { class: "group-filter", onclick: () => { filterBox.value = k; filter = k.toLowerCase(); draw(); } }, k)),
+          el("td", { class: "num n" }, rs.length), el("td", { class: "num mean" }, mean === null ? "–" : pct(mean) + (sd !== null ? " ± " + (100 * sd).toFixed(1) : "")),
+          el("td", { class: "num" }, pct(best)), el("td", { class: "num solved" }, solved + "/" + rs.length), el("td", { class: "num" }, at("0.5")), el("td", { class: "num" }, at("0.9")),
+          el("td", { class: "muted" }, sources),
+          el("td", {}, ids.length >= 2 && ids.length <= MAX_COMPARE ? el("a", { href: "#/compare?ids=" + ids.map(enc).join(",") }, "compare") : null)));
+      }
+      add(groupsBox, el("table", { id: "groups" }, el("tr", {}, el("th", {}, groupBy === "agent" ? "harness" : groupBy), el("th", { class: "num" }, "n"), el("th", { class: "num" }, "mean ± sd"), el("th", { class: "num" }, "best"),
+        el("th", { class: "num" }, "solved"), el("th", { class: "num" }, "median parts to 50%"), el("th", { class: "num" }, "to 90%"), el("th", {}, "score source"), el("th", {}, "")), body));
+    }
+    // sparkline draws a row's score curve in a small SVG.
+    function sparkline(pts) {
+      if (!pts || !pts.length) return "";
+      const W = 80, H = 18, x0 = pts[0][0], x1 = Math.max(pts[pts.length - 1][0], x0 + 1);
+      let d = "";
+      pts.forEach((p, i) => { const x = (p[0] - x0) / (x1 - x0) * W, y = H - 1 - p[1] * (H - 2); d += (i ? " H" + x.toFixed(1) + " V" : "M" + x.toFixed(1) + " ") + y.toFixed(1); });
+      return svg("svg", { class: "spark", viewBox: "0 0 " + W + " " + H, width: W, height: H }, svg("path", { d, fill: "none", stroke: "#2f6fd6", "stroke-width": 1.2 }));
+    }
     const cols = [
-      ["", null], ["id", "id"], ["agent", "agent"], ["model", "model"], ["task", "task"], ["parts", "parts", "num"],
+      ["", null], ["id", "id"], ["agent", "agent"], ["model", "model"], ["task", "task"], ["curve", null], ["parts", "parts", "num"],
       ["end", "end_reason"], ["score", "score", "num"], ["best", "best", "num"], ["solved at", "solved_at", "num"], ["source", "score_source"], ["cost", "cost", "num"], ["duration", "duration_s", "num"],
     ];
     function val(r, k) { const v = r[k]; return v === null || v === undefined ? -Infinity : v; }
@@ -129,7 +174,11 @@
         class: (key ? "sortable " : "") + (cls || ""), onclick: key ? () => { sortDir = sortKey === key ? -sortDir : 1; sortKey = key; draw(); } : null,
       }, label + (key === sortKey ? (sortDir > 0 ? " ▲" : " ▼") : ""))));
       add(table, el("thead", {}, head));
-      const shown = rows.filter((r) => !filter || [r.id, r.agent, r.model, r.task, r.end_reason, r.score_source].join(" ").toLowerCase().includes(filter));
+      const shown = rows.filter((r) => !filter || [r.id, r.agent, r.model, r.task, r.end_reason, r.score_source, r.experiment].join(" ").toLowerCase().includes(filter));
+      drawGroups(shown);
+      shownIds = shown.map((r) => r.id);
+      allBtn.disabled = shownIds.length < 2 || shownIds.length > MAX_COMPARE;
+      allBtn.textContent = "Compare all shown (" + shownIds.length + ")";
       shown.sort((a, b) => { const x = val(a, sortKey), y = val(b, sortKey); return (x < y ? -1 : x > y ? 1 : 0) * sortDir; });
       const body = el("tbody");
       for (const r of shown) {
@@ -138,7 +187,7 @@
         add(body, el("tr", { class: "pick", "data-id": r.id },
           el("td", {}, box),
           el("td", {}, el("a", { href: "#/t/" + enc(r.id), class: "traj-link" }, r.id), r.error ? el("div", { class: "bad" }, r.error) : null, r.warning ? el("div", { class: "warn" }, r.warning) : null),
-          el("td", {}, r.agent || "–"), el("td", {}, r.model || "–"), el("td", {}, r.task || "–"),
+          el("td", {}, r.agent || "–"), el("td", {}, r.model || "–"), el("td", {}, r.task || "–"), el("td", {}, sparkline(r.spark)),
           el("td", { class: "num" }, num(r.parts)), el("td", {}, endBadge(r)),
           el("td", { class: "num" }, pct(r.score)),
           el("td", { class: "num" }, r.best === null || r.best === undefined ? "–" : [pct(r.best), el("span", { class: "muted" }, " @" + r.best_part)]),
@@ -203,12 +252,21 @@
       root.appendChild(svg("text", { x: L - 6, y: Y(y) + 4, "text-anchor": "end" }, (y * 100) + "%"));
     }
     root.appendChild(svg("line", { x1: L, x2: W - R, y1: Y(0), y2: Y(0), class: "axis" }));
-    for (let i = 0; i <= 5; i++) {
-      const x = xmin + (xmax - xmin) * i / 5;
-      root.appendChild(svg("text", { x: X(x), y: H - 8, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" }, opts.xfmt(x)));
+    const ticks = W < 500 ? 2 : 5;
+    for (let i = 0; i <= ticks; i++) {
+      const x = xmin + (xmax - xmin) * i / ticks;
+      root.appendChild(svg("text", { x: X(x), y: H - 8, "text-anchor": i === 0 ? "start" : i === ticks ? "end" : "middle" }, opts.xfmt(x)));
     }
     const lines = svg("g", { "clip-path": "url(#" + clipId + ")" });
-    const shown = series.filter((s) => !hidden.has(s.name));
+    const shown = series.filter((s) => !hidden.has(s.name) && !hidden.has(s.group));
+    // Bands: the spread of repeats ([x, low, high] per point) under the
+    // lines, hidden with the series they belong to.
+    for (const b of opts.bands || []) {
+      if (hidden.has(b.name) || b.points.length < 2) continue;
+      const up = b.points.map((p, i) => (i ? "L" : "M") + X(p[0]).toFixed(1) + " " + Y(p[2]).toFixed(1)).join(" ");
+      const down = b.points.slice().reverse().map((p) => "L" + X(p[0]).toFixed(1) + " " + Y(p[1]).toFixed(1)).join(" ");
+      lines.appendChild(svg("path", { d: up + " " + down + " Z", fill: b.color, "fill-opacity": 0.15, stroke: "none", class: "band-area" }));
+    }
     for (const s of shown) {
       if (!s.points.length) continue;
       let d = "";
@@ -262,7 +320,7 @@
       const px = Math.min(Math.max(pxOf(e), L), W - R);
       hoverLine.setAttribute("x1", px); hoverLine.setAttribute("x2", px); hoverLine.classList.remove("hidden");
       const x = inv(px);
-      readout.textContent = [opts.xlabel ? opts.xlabel(x) : opts.xfmt(x)].concat(shown.map((s) => {
+      readout.textContent = [opts.xlabel ? opts.xlabel(x) : opts.xfmt(x)].concat(shown.filter((s) => !s.nolegend).map((s) => {
         const v = at(s.points, x); return s.name + " " + (v === null ? "–" : pct(v));
       })).join(" · ");
       if (drag !== null) {
@@ -280,7 +338,7 @@
       box._redraw();
     });
     const reset = box._zoom ? el("button", { class: "zoom-reset", onclick: () => { box._zoom = null; box._redraw(); } }, "reset zoom") : null;
-    add(box, el("div", { class: "legend" }, series.map((s) => {
+    add(box, el("div", { class: "legend" }, series.filter((s) => !s.nolegend).map((s) => {
       const sw = el("i", { class: s.dash ? "dashed" : null }); sw.style.background = s.color;
       return el("button", { class: "series" + (hidden.has(s.name) ? " off" : ""), title: "show or hide", onclick: () => {
         if (hidden.has(s.name)) hidden.delete(s.name); else hidden.add(s.name);
@@ -853,22 +911,75 @@
   }
 
   // ---------- compare page ----------
+  // Runs of the same harness, model and task are repeats: they share a
+  // colour, and with two or more the chart draws their mean and a band
+  // from the lowest to the highest. Trajectories are rows everywhere, so
+  // 20 or more fit the width; suites are small multiples.
+  function repeatKey(s) { return [s.agent || "?", s.model || "?", s.task || "?"].join(" · "); }
+  function stairAt(pts, x) { let v = null; for (const p of pts) { if (p[0] > x) break; v = p[1]; } return v; }
+  // groupBands turns runs [{group, color, points}] into a mean line and a
+  // band per group with two or more runs, sampled at 120 x positions.
+  function groupBands(runs) {
+    const groups = new Map();
+    for (const r of runs) { if (!groups.has(r.group)) groups.set(r.group, []); groups.get(r.group).push(r); }
+    const means = [], bands = [];
+    for (const [g, rs] of groups) {
+      if (rs.length < 2) continue;
+      let lo = Infinity, hi = -Infinity;
+      for (const r of rs) for (const p of r.points) { lo = Math.min(lo, p[0]); hi = Math.max(hi, p[0]); }
+      if (!isFinite(lo)) continue;
+      const pts = [], band = [];
+      for (let i = 0; i <= 120; i++) {
+        const x = lo + (hi - lo) * i / 120;
+        const vs = rs.map((r) => stairAt(r.points, x) ?? 0);
+        pts.push([x, vs.reduce((a, b) => a + b, 0) / vs.length]);
+        band.push([x, Math.min(...vs), Math.max(...vs)]);
+      }
+      means.push({ name: g + " (mean of " + rs.length + ")", group: g, color: rs[0].color, width: 2.6, points: pts });
+      bands.push({ name: g + " (mean of " + rs.length + ")", color: rs[0].color, points: band });
+    }
+    return { means, bands };
+  }
   function comparePage(app, ids) {
     crumbs(el("a", { href: "#/" }, "store"), "compare");
     if (ids.length < 1) { add(app, el("p", {}, "Pick trajectories on the store page to compare.")); return () => {}; }
     let by = "part", data = null;
     const box = el("div", { class: "chart", id: "compare-curve" });
-    const bp = el("button", { class: "on", onclick: () => { by = "part"; bp.className = "on"; bt.className = ""; draw(); } }, "by part");
-    const bt = el("button", { onclick: () => { by = "time"; bt.className = "on"; bp.className = ""; draw(); } }, "by elapsed time");
+    const btn = (key, label) => el("button", { id: "x-" + key, class: key === by ? "on" : "", onclick: (e) => { by = key; for (const b of e.target.parentNode.querySelectorAll("button")) b.className = b === e.target ? "on" : ""; box._zoom = null; draw(); } }, label);
+    const multiples = el("div", { class: "multiples", id: "compare-suites" });
     const tables = el("div");
-    add(app, el("h1", {}, "Compare " + ids.length + " trajectories"), el("div", { class: "toolbar" }, el("b", {}, "Overall pass rate"), bp, bt), box, tables);
+    add(app, el("h1", {}, "Compare " + ids.length + " trajectories"), el("div", { class: "toolbar" }, el("b", {}, "Overall pass rate by"), btn("part", "part"), btn("time", "elapsed time"), btn("cost", "cost"),
+      el("span", { class: "muted" }, "repeats (same harness, model, task) share a colour: mean line, band from lowest to highest")), box,
+      el("h2", {}, "Per suite"), multiples, tables);
+    function xOf(t) {
+      if (by === "part") return (p) => p[0];
+      if (by === "time") return (p) => (p[1] - t.start_ms) / 3.6e6;
+      return (p) => stairAt(t.cost_at, p[0]) || 0;
+    }
+    const xfmt = () => by === "part" ? (x) => "part " + Math.round(x) : by === "time" ? (x) => x.toFixed(x < 10 ? 1 : 0) + " h" : (x) => money(x);
+    function runs(pick) {
+      const keys = [...new Set(data.trajectories.map((t) => repeatKey(t.summary)))];
+      return data.trajectories.map((t) => {
+        const k = repeatKey(t.summary), xo = xOf(t);
+        const many = data.trajectories.filter((u) => repeatKey(u.summary) === k).length > 1;
+        return { name: t.summary.id, group: k, color: COLORS[keys.indexOf(k) % COLORS.length], width: many ? 1 : 2, opacity: many ? 0.55 : 1, nolegend: many,
+          points: pick(t).map((p) => [xo(p), p[2]]) };
+      });
+    }
     function draw() {
       if (!data) return;
-      const series = data.trajectories.map((t, i) => ({
-        name: t.summary.id, color: COLORS[i % COLORS.length], width: 2,
-        points: t.curve.points.map((p) => [by === "part" ? p[0] : (p[1] - t.start_ms) / 1000, p[2]]),
-      }));
-      chart(box, series, [], { height: 260, legend: true, xmin: by === "part" ? 1 : 0, xfmt: by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x) });
+      const rs = runs((t) => t.curve.points);
+      const { means, bands } = groupBands(rs);
+      chart(box, rs.concat(means), [], { height: 280, bands, xmin: by === "part" ? 1 : 0, xfmt: xfmt() });
+      clear(multiples);
+      const suites = [...new Set(data.trajectories.flatMap((t) => Object.keys(t.curve.suites)))].sort();
+      for (const name of suites) {
+        const cell = el("div", { class: "chart small" });
+        add(multiples, el("div", { class: "multiple" }, el("div", { class: "mono small-title" }, name), cell));
+        const srs = runs((t) => t.curve.suites[name] || []).map((r) => Object.assign(r, { nolegend: true }));
+        const g = groupBands(srs);
+        chart(cell, srs.concat(g.means.map((m) => Object.assign(m, { nolegend: true }))), [], { height: 120, bands: g.bands, xmin: by === "part" ? 1 : 0, xfmt: xfmt(), id: "suite-" + name });
+      }
     }
     (async () => {
       try {
@@ -876,22 +987,15 @@
       } catch (e) { add(app, el("p", { class: "bad" }, e.message)); return; }
       draw();
       const ts = data.trajectories;
-      add(tables, el("h2", {}, "Summary"), el("table", { id: "compare-summary" },
-        el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "agent"), el("th", {}, "model"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", {}, "source"), el("th", { class: "num" }, "best"), el("th", { class: "num" }, "solved at"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration")),
-        ts.map((t, i) => { const s = t.summary; const sw = el("i"); sw.style.background = COLORS[i % COLORS.length]; return el("tr", {}, el("td", {}, el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", {}, s.agent), el("td", {}, s.model), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s))); })));
-      const suites = [...new Set(ts.flatMap((t) => t.curve.latest.map((s) => s.suite)))].sort();
-      add(tables, el("h2", {}, "Latest pass rate per suite"), el("table", { id: "compare-suites" },
-        el("tr", {}, el("th", {}, "suite"), ts.map((t) => el("th", { class: "num" }, t.summary.id))),
-        suites.map((name) => el("tr", {}, el("td", { class: "mono" }, name), ts.map((t) => {
-          const s = t.curve.latest.find((x) => x.suite === name);
-          return el("td", { class: "num" }, s ? s.passed + "/" + s.total + " (" + pct(s.rate) + ")" : "–");
-        })))));
-      add(tables, el("h2", {}, "Parts to milestone (first part reaching the overall pass rate)"), el("table", { id: "compare-milestones" },
-        el("tr", {}, el("th", {}, "pass rate"), ts.map((t) => el("th", { class: "num" }, t.summary.id))),
-        data.milestones.map((m) => el("tr", {}, el("td", {}, pct(m)), ts.map((t) => {
-          const p = t.curve.milestones[String(m)];
-          return el("td", { class: "num" }, p ? el("a", { href: "#/t/" + enc(t.summary.id) + "/" + p }, "part " + p) : "never");
-        })))));
+      const keys = [...new Set(ts.map((t) => repeatKey(t.summary)))];
+      const sw = (t) => { const i = el("i", { class: "swatch" }); i.style.background = COLORS[keys.indexOf(repeatKey(t.summary)) % COLORS.length]; return i; };
+      add(tables, el("h2", {}, "Trajectories"), el("table", { id: "compare-summary" },
+        el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "harness · model · task"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", {}, "source"), el("th", { class: "num" }, "best"), el("th", { class: "num" }, "solved at"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration"),
+          data.milestones.map((m) => el("th", { class: "num" }, "→" + pct(m)))),
+        ts.map((t) => { const s = t.summary; return el("tr", {}, el("td", { class: "id" }, sw(t), el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", { class: "muted" }, repeatKey(s)), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s)),
+          data.milestones.map((m) => { const p = t.curve.milestones[String(m)]; const h = s.milestone_hours ? s.milestone_hours[String(m)] : undefined;
+            return el("td", { class: "num" }, p ? [el("a", { href: "#/t/" + enc(s.id) + "/" + p }, "part " + p), h !== undefined ? el("div", { class: "muted" }, h.toFixed(1) + " h") : null] : "never"); })); })),
+        el("p", { class: "muted" }, "→N%: the first part reaching that overall pass rate, and the hours it took."));
       document.body.setAttribute("data-ready", "1");
     })();
     window.addEventListener("resize", draw);
