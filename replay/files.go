@@ -12,7 +12,13 @@ import (
 
 // MarshalIndent is json.MarshalIndent with two spaces and a final newline.
 func MarshalIndent(v any) ([]byte, error) {
-	data, err := json.MarshalIndent(v, "", "  ")
+	var data []byte
+	var err error
+	if o, ok := v.(*Output); ok {
+		data, err = o.marshalIndent()
+	} else {
+		data, err = json.MarshalIndent(v, "", "  ")
+	}
 	if err != nil {
 		return nil, err
 	}

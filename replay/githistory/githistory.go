@@ -64,9 +64,15 @@ func Open(ctx context.Context, paths ...string) (*History, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	// The repository that read the bundles is the first handle of the
-	// pool: sequential callers (checkout-part) load its pack index once.
-	h := &History{refs: map[string]string{}, dir: dir, repo: repo, free: []*gitstate.Repo{repo}}
+	// Handles keep the packs open (they never change here): a lookup is
+	// then a read, not an open, a read and a close of the pack. The first
+	// one serves sequential callers (checkout-part, the tree lookups).
+	first, err := gitstate.Open(ctx, repo.GitDir(), "", gitstate.Options{KeepPacksOpen: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	h := &History{refs: map[string]string{}, dir: dir, repo: repo, free: []*gitstate.Repo{first}}
 	iter, err := repo.Storage().IterReferences()
 	if err != nil {
 		os.RemoveAll(dir)
@@ -175,7 +181,7 @@ func (h *History) get(ctx context.Context) (*gitstate.Repo, error) {
 		h.free = h.free[:n-1]
 		return r, nil
 	}
-	return gitstate.Open(ctx, h.repo.GitDir(), "", gitstate.Options{})
+	return gitstate.Open(ctx, h.repo.GitDir(), "", gitstate.Options{KeepPacksOpen: true})
 }
 
 func (h *History) put(r *gitstate.Repo) {
@@ -183,13 +189,18 @@ func (h *History) put(r *gitstate.Repo) {
 	defer h.mu.Unlock()
 	if h.repo != nil {
 		h.free = append(h.free, r)
+		return
 	}
+	r.Close() // closed meanwhile
 }
 
 // Close removes the temp folder.
 func (h *History) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, r := range h.free {
+		r.Close()
+	}
 	h.repo, h.free = nil, nil
 	if h.dir == "" {
 		return nil
