@@ -402,7 +402,8 @@ func TestViewScreenshots(t *testing.T) {
 	shot("xss", chromedp.Navigate(base+"/#/t/evil/1"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="1"]`)))
 	// Tools drawn as what they did, on the recorded demo without evaluation.
 	shot("edit", chromedp.Navigate(base+"/#/t/demo-ground-truth/25"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="25"] #action-diff`)))
-	shot("run-tests", chromedp.Navigate(base+"/#/t/demo-ground-truth/13"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="13"] table.cases`)))
+	shot("run-tests", chromedp.Navigate(base+"/#/t/demo-ground-truth/13"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="13"] table.cases`)),
+		chromedp.ScrollIntoView(chromedp.CSS(`#detail .run-tests h2`)))
 	shot("code-added", chromedp.Navigate(base+"/#/t/demo-ground-truth/25"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="25"] ul.files a`)),
 		chromedp.Click(chromedp.CSS(`#detail ul.files a`)), chromedp.WaitVisible(chromedp.CSS(`#file .line.added`)))
 	shot("filter", chromedp.Navigate(base+"/#/t/demo-ground-truth/7"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="7"] #action-command`)),

@@ -778,7 +778,7 @@
         const f = d.file;
         const here = f.changed_at.indexOf(n) >= 0;
         add(pane, el("div", { class: "mono file-name" }, f.path), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "") +
-            (f.added.length ? " · " + f.added.length + " lines added at this part (marked)" : "")),
+            (f.added.length ? " · " + f.added.length + (f.added.length === 1 ? " line" : " lines") + " added at this part (marked)" : "")),
           el("div", { class: "changed-at", id: "changed-at" }, "changed at parts: ", f.changed_at.length ? f.changed_at.map((p, i) => [i ? ", " : "", p === n ? el("b", {}, p) : el("a", { "data-part": p, onclick: () => { st.tab = "code"; st.codeFile = path; jump(p); } }, p)]) : "none recorded",
             f.more_changes ? " …" : "", here ? null : el("span", { class: "muted" }, " (not at this part)")),
           f.binary ? el("p", { class: "muted" }, "Binary file.") : codeBlock(f));
