@@ -344,6 +344,18 @@ func TestBrowserRunsNoAgentScript(t *testing.T) {
 		if d := text(t, ctx, `#detail`); !strings.Contains(d, `<script>window.__pwned = "script"</script>`) {
 			t.Errorf("part %d does not show the agent's text as text:\n%s", n, d)
 		}
+		if n == 1 {
+			if c := text(t, ctx, `#action-command`); !strings.Contains(c, `<script>window.__pwned = "script"</script>`) {
+				t.Errorf("part 1's command does not show the injection as text:\n%s", c)
+			}
+		}
+		if n == 3 {
+			// A written file and a command holding the injection are
+			// drawn from the neutral record as text too.
+			if f := text(t, ctx, `#action-file`); !strings.Contains(f, `<script>window.__pwned = "script"</script>`) {
+				t.Errorf("part 3's written file does not show the injection as text:\n%s", f)
+			}
+		}
 		check(fmt.Sprintf("part %d", n))
 	}
 	run(t, ctx, "a model call's response",
