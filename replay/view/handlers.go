@@ -188,7 +188,7 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
-	exps, err := experimentOf(r.Context(), s.cat.st)
+	exps, err := s.experiments.get(r.Context(), s.cat.st)
 	if err != nil {
 		s.logger.Debug("list experiments", "err", err)
 	}
