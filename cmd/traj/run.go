@@ -126,8 +126,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price,
 		Logger: g.Logger,
 	}
+	var fork *rerunSource
 	if c.Fork != "" {
-		if err := c.forkOptions(ctx, g, &opts); err != nil {
+		if fork, err = c.forkOptions(ctx, g, &opts); err != nil {
 			return err
 		}
 	}
@@ -166,6 +167,19 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if !c.JSON {
 		printSummary(g.Stdout, res)
 		printNext(g.Stdout, res, c.locateArgs(res.TrajectoryID))
+	}
+	if fork != nil && err == nil {
+		// The inherited parts must be the source's: say so, or not.
+		at := opts.Rerun.ForkAt
+		rep, cerr := compareRerun(ctx, fork, res.TrajectoryID, location.Choose(c.Store, os.Getenv), at)
+		if cerr != nil {
+			return cerr
+		}
+		fmt.Fprintf(g.Stdout, "  forked from:   %s at part %d; inherited parts %s\n", fork.ref.ID, at, rep.Summary())
+		if rep.Reproduced != at {
+			printRerun(g.Stdout, rep)
+			return &exitError{3, fmt.Errorf("the fork did not reproduce its inherited parts 1..%d of %s", at, fork.ref.ID)}
+		}
 	}
 	if err != nil {
 		return err
@@ -293,28 +307,28 @@ func parsePrice(s string) (*agent.Price, error) {
 // forkOptions makes opts a fork of c.Fork at c.AtPart: the source's
 // harness, task, sandbox and budgets (what the flags do not set), its
 // model calls to play up to the fork point, its lineage.
-func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator.Options) error {
+func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator.Options) (*rerunSource, error) {
 	storeURL := location.Choose(c.Store, os.Getenv)
 	src, err := openRerunSource(ctx, c.Fork, storeURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.AtPart > src.parts {
-		return &exitError{2, fmt.Errorf("--at-part %d: %s has %d parts", c.AtPart, src.ref.ID, src.parts)}
+		return nil, &exitError{2, fmt.Errorf("--at-part %d: %s has %d parts", c.AtPart, src.ref.ID, src.parts)}
 	}
 	base, err := src.options(c.Fork, c.Store, storeURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	at, err := src.forkPoint(c.AtPart)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if at != c.AtPart {
 		fmt.Fprintf(g.Stdout, "fork: part %d is not where a model response of %s ended; the fork inherits parts 1..%d\n", c.AtPart, src.ref.ID, at)
 	}
 	if c.Agent != "" && c.Agent != base.Agent {
-		return &exitError{2, fmt.Errorf("--agent %s: the fork reruns %s's harness, %s", c.Agent, src.ref.ID, base.Agent)}
+		return nil, &exitError{2, fmt.Errorf("--agent %s: the fork reruns %s's harness, %s", c.Agent, src.ref.ID, base.Agent)}
 	}
 	opts.Agent = base.Agent
 	if opts.Task == "c-compiler" || opts.Task == "" { // the flag's default: the source's task
@@ -343,5 +357,5 @@ func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator
 	}
 	base.Rerun.ForkAt, base.Rerun.Prompt, base.Rerun.AllowOtherVersion = at, c.Prompt, c.AllowOtherVersion
 	opts.Rerun = base.Rerun
-	return nil
+	return src, nil
 }
