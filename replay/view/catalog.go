@@ -50,6 +50,10 @@ type trajectory struct {
 	eval      *evalData
 	evalStamp string
 	calls     *callIndex
+	// rerun is a rerun's comparison line (rerun.json), rerunStamp its
+	// size and time.
+	rerun      string
+	rerunStamp string
 
 	gitMu sync.Mutex // guards git
 	git   *gitRepo
@@ -65,6 +69,8 @@ type snapshot struct {
 	eval    *evalData
 	// calls is the model gateway's record; nil when there is none.
 	calls *callIndex
+	// rerun is a rerun's comparison line ("": none stored).
+	rerun string
 	// st and prefix locate the trajectory's other objects.
 	st     store.Store
 	prefix string
@@ -171,7 +177,12 @@ func (t *trajectory) refresh(ctx context.Context) error {
 	if err := t.refreshCalls(ctx); err != nil {
 		t.cat.logger.Warn("ignore model-call record", "trajectory", t.id, "err", err)
 	}
-	t.snap = &snapshot{ix: ix, path: path, warning: warning, eval: t.eval, calls: t.calls, st: t.rt.Store, prefix: t.rt.Prefix}
+	if ix.Header.RerunOf != nil {
+		if err := t.refreshRerun(ctx); err != nil {
+			t.cat.logger.Warn("ignore rerun comparison", "trajectory", t.id, "err", err)
+		}
+	}
+	t.snap = &snapshot{ix: ix, path: path, warning: warning, eval: t.eval, calls: t.calls, rerun: t.rerun, st: t.rt.Store, prefix: t.rt.Prefix}
 	return nil
 }
 
@@ -235,8 +246,30 @@ func (t *trajectory) refreshCalls(ctx context.Context) error {
 	return nil
 }
 
+// refreshRerun (re)reads a rerun's comparison when it changed.
+func (t *trajectory) refreshRerun(ctx context.Context) error {
+	fi, err := t.rt.Store.Stat(ctx, t.rt.Prefix+store.RerunName)
+	if errors.Is(err, store.ErrNotFound) {
+		t.rerun, t.rerunStamp = "", ""
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	stamp := fmt.Sprint(fi.Size, fi.ModTime.UnixNano())
+	if stamp == t.rerunStamp {
+		return nil
+	}
+	line, err := loadRerun(ctx, t.rt.Store, t.rt.Prefix)
+	if err != nil {
+		return err
+	}
+	t.rerun, t.rerunStamp = line, stamp
+	return nil
+}
+
 // indexCacheVersion changes whenever Index's encoding does.
-const indexCacheVersion = "view-index-5"
+const indexCacheVersion = "view-index-6"
 
 func (c *catalog) indexCachePath(uri string) string {
 	if c.cacheDir == "" {

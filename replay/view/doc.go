@@ -16,7 +16,14 @@
 //	                   diff; the tree beside a file at that part (added lines marked,
 //	                   the parts that changed it); the tests view at that part
 //	#/compare?ids=A,B  compare: curves by part, time or cost with bands over repeats,
-//	                   per-suite small multiples, one row per trajectory
+//	                   per-suite small multiples, one row per trajectory; a fork
+//	                   over its source (added when not asked for and in the
+//	                   store): the source whole, dashed, the fork from its fork
+//	                   point on, a mark at that part
+//
+// A fork's or rerun's store row and trajectory page say where it came from
+// (lineage.go: the trace's forked_from or rerun_of, and a rerun's
+// rerun.json summary line), the source a link when the store holds it.
 //
 // # Every harness
 //
@@ -72,5 +79,5 @@
 // changed the file), /api/t/ID/tests[?part=N], /api/t/ID/search?q=&kind=
 // &tool=&session=&error=1&committed=1&run_tests=1 (a query, filters, or
 // both), /api/t/ID/calls[/SEQ] (a call's reply put back together) and
-// /api/compare?ids=A,B (with each run's cost by part).
+// /api/compare?ids=A,B (with each run's cost by part, and a fork's source).
 package view

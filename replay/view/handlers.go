@@ -42,6 +42,8 @@ type Summary struct {
 	Suites    []report.SuiteRate `json:"suites"`
 	// Experiment is the experiment that ran the trajectory, if any.
 	Experiment string `json:"experiment,omitempty"`
+	// Lineage is where the trajectory came from (a fork or a rerun).
+	Lineage *Lineage `json:"lineage,omitempty"`
 	// Milestones are the first parts reaching each milestone rate, and
 	// Hours the hours from the first part to them.
 	Milestones map[string]int     `json:"milestones,omitempty"`
@@ -65,6 +67,9 @@ func (s *snapshot) summary(id string) Summary {
 		StartedAt: h.StartedAt, Suites: []report.SuiteRate{}, Warning: s.warning}
 	if h.TrajectoryID != "" {
 		sum.ID = h.TrajectoryID
+	}
+	if sum.Lineage = lineageOf(h); sum.Lineage != nil && sum.Lineage.Kind == "rerun" {
+		sum.Lineage.Rerun = s.rerun
 	}
 	end := ""
 	if e := ix.End; e != nil {
@@ -192,6 +197,10 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.logger.Debug("list experiments", "err", err)
 	}
+	listed := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		listed[id] = true
+	}
 	type result struct {
 		i   int
 		sum Summary
@@ -211,6 +220,9 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 			}
 			sum := snap.summary(id)
 			sum.Experiment = experimentFor(exps, id)
+			if l := sum.Lineage; l != nil {
+				l.InStore = s.here(l) && listed[l.Source]
+			}
 			results <- result{i, sum}
 		}()
 	}
@@ -267,6 +279,9 @@ func (s *Server) apiMeta(w http.ResponseWriter, r *http.Request) {
 	}
 	ix := snap.ix
 	m := Meta{Summary: snap.summary(id), Header: ix.Header, TurnList: ix.Turns, Sessions: ix.Sessions, End: ix.End, HasEval: snap.eval != nil}
+	if l := m.Lineage; l != nil {
+		l.InStore = s.sourceInStore(r.Context(), l)
+	}
 	if len(m.TurnList) > maxMetaTurns {
 		m.TurnList = m.TurnList[len(m.TurnList)-maxMetaTurns:]
 	}
@@ -630,6 +645,24 @@ type Compared struct {
 	// CostAt maps parts to the cost spent by then ([part, dollars], at
 	// most maxPoints), for curves by cost.
 	CostAt [][2]float64 `json:"cost_at"`
+	// SourceOf names the fork this trajectory was added for: the page
+	// asked for the fork only, and the store holds its source.
+	SourceOf string `json:"source_of,omitempty"`
+}
+
+// compared is one trajectory's summary, curve and cost by part.
+func compared(snap *snapshot, id string) Compared {
+	c := Compared{Summary: snap.summary(id), Curve: snap.curve(), CostAt: [][2]float64{}}
+	if n := len(snap.ix.Parts); n > 0 {
+		c.StartMs = snap.ix.Parts[0].Time
+		for i := 0; i < n; i += max(1, n/maxPoints) {
+			c.CostAt = append(c.CostAt, [2]float64{float64(snap.ix.Parts[i].Part), snap.ix.Parts[i].Cost})
+		}
+		if last := snap.ix.Parts[n-1]; c.CostAt[len(c.CostAt)-1][0] != float64(last.Part) {
+			c.CostAt = append(c.CostAt, [2]float64{float64(last.Part), last.Cost})
+		}
+	}
+	return c
 }
 
 // maxCompare bounds how many trajectories one compare page overlays.
@@ -647,22 +680,39 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []Compared{}
+	shown := map[string]bool{}
 	for _, id := range ids {
 		_, snap, err := s.snapshot(r.Context(), id)
 		if err != nil {
 			httpError(w, err)
 			return
 		}
-		c := Compared{Summary: snap.summary(id), Curve: snap.curve(), CostAt: [][2]float64{}}
-		if n := len(snap.ix.Parts); n > 0 {
-			c.StartMs = snap.ix.Parts[0].Time
-			for i := 0; i < n; i += max(1, n/maxPoints) {
-				c.CostAt = append(c.CostAt, [2]float64{float64(snap.ix.Parts[i].Part), snap.ix.Parts[i].Cost})
-			}
-			if last := snap.ix.Parts[n-1]; c.CostAt[len(c.CostAt)-1][0] != float64(last.Part) {
-				c.CostAt = append(c.CostAt, [2]float64{float64(last.Part), last.Cost})
-			}
+		out = append(out, compared(snap, id))
+		shown[id] = true
+	}
+	// A fork's source, when the store holds it, is drawn with the fork
+	// even when not asked for: the fork's own curve starts at the fork
+	// point and means little alone.
+	for i, n := 0, len(out); i < n; i++ {
+		l := out[i].Summary.Lineage
+		switch {
+		case l == nil:
+			continue
+		case shown[l.Source]:
+			l.InStore = true
+			continue
+		case l.Kind != "fork" || len(out) >= maxCompare || !s.here(l):
+			l.InStore = s.sourceInStore(r.Context(), l)
+			continue
 		}
+		_, snap, err := s.snapshot(r.Context(), l.Source)
+		if err != nil {
+			s.logger.Debug("fork's source not drawn", "source", l.Source, "err", err)
+			continue
+		}
+		c := compared(snap, l.Source)
+		c.SourceOf = out[i].Summary.ID
+		l.InStore, shown[l.Source] = true, true
 		out = append(out, c)
 	}
 	writeJSON(w, map[string]any{"trajectories": out, "milestones": milestoneRates})

@@ -83,6 +83,20 @@
     const c = clear(document.getElementById("crumbs"));
     parts.forEach((p, i) => { if (i) add(c, " / "); add(c, p); });
   }
+  // lineageLine says where a trajectory came from (a fork or a rerun);
+  // the source is a link when the store holds it. With id, a fork's line
+  // also links to the compare page of the fork and its source.
+  function lineageLine(l, id) {
+    if (!l) return null;
+    const src = l.in_store ? el("a", { href: "#/t/" + enc(l.source), class: "lineage-source" }, l.source) : el("b", { class: "lineage-source" }, l.source);
+    const where = l.store ? " in " + l.store : "";
+    if (l.kind === "fork") {
+      return el("div", { class: "lineage", "data-kind": "fork", "data-source": l.source, "data-part": l.part }, "forked from ", src, where, " at part " + l.part,
+        id && l.in_store ? [" · ", el("a", { href: "#/compare?ids=" + enc(l.source) + "," + enc(id), class: "lineage-compare" }, "compare with its source")] : null);
+    }
+    return el("div", { class: "lineage", "data-kind": "rerun", "data-source": l.source }, "rerun of ", src, where,
+      l.rerun ? el("span", { class: "rerun-summary" }, ": " + l.rerun) : null);
+  }
   function endBadge(s) {
     const cls = s.running ? "badge running" : (s.end_reason === "solved" ? "badge solved" : "badge");
     return el("span", { class: cls }, s.end_reason || "–");
@@ -187,7 +201,7 @@
         box.checked = picked.has(r.id);
         add(body, el("tr", { class: "pick", "data-id": r.id },
           el("td", {}, box),
-          el("td", {}, el("a", { href: "#/t/" + enc(r.id), class: "traj-link" }, r.id), r.error ? el("div", { class: "bad" }, r.error) : null, r.warning ? el("div", { class: "warn" }, r.warning) : null),
+          el("td", {}, el("a", { href: "#/t/" + enc(r.id), class: "traj-link" }, r.id), lineageLine(r.lineage), r.error ? el("div", { class: "bad" }, r.error) : null, r.warning ? el("div", { class: "warn" }, r.warning) : null),
           el("td", {}, r.agent || "–"), el("td", {}, r.model || "–"), el("td", {}, r.task || "–"), el("td", {}, sparkline(r.spark)),
           el("td", { class: "num" }, num(r.parts)), el("td", {}, endBadge(r)),
           el("td", { class: "num" }, pct(r.score)),
@@ -276,12 +290,21 @@
       });
       const last = s.points[s.points.length - 1];
       if (opts.xmax !== undefined && last[0] < full[1]) d += " H" + X(full[1]).toFixed(1);
-      lines.appendChild(svg("path", { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1, "stroke-dasharray": s.dash || "none", class: "line" },
-        svg("title", {}, s.name)));
+      const attrs = { d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5, opacity: s.opacity || 1, "stroke-dasharray": s.dash || "none", class: "line" };
+      if (s.id) attrs["data-id"] = s.id;
+      lines.appendChild(svg("path", attrs, svg("title", {}, s.name)));
     }
     root.appendChild(lines);
     if (opts.cursor && opts.cursor >= xmin && opts.cursor <= xmax) {
       root.appendChild(svg("line", { x1: X(opts.cursor), x2: X(opts.cursor), y1: T, y2: Y(0), class: "cursor" }));
+    }
+    // Vertical marks (a fork point): a line, a short text, a tooltip.
+    for (const v of opts.vmarks || []) {
+      if (v.x < xmin || v.x > xmax) continue;
+      root.appendChild(svg("g", { class: "fork-mark", "data-part": v.part },
+        svg("line", { x1: X(v.x), x2: X(v.x), y1: T, y2: Y(0) }),
+        svg("text", { x: X(v.x) + 3, y: T + 10 }, v.text),
+        svg("title", {}, v.label)));
     }
     // The hover and drag surface lies under the marks, so marks stay
     // clickable.
@@ -423,6 +446,7 @@
           el("span", {}, "cost ", el("b", {}, money(m.cost))), el("span", {}, "tokens ", el("b", {}, m.tokens ? num(m.tokens.input + m.tokens.output + m.tokens.reasoning + m.tokens.cache_read + m.tokens.cache_write) : "–")),
           el("span", {}, "duration ", el("b", {}, dur(m.duration_s))),
           m.sessions.length > 1 ? el("span", {}, "sessions ", el("b", {}, m.sessions.length)) : null),
+        m.lineage ? Object.assign(lineageLine(m.lineage, m.id), { id: "lineage" }) : null,
         m.warning ? el("div", { class: "warn" }, m.warning) : null);
       document.getElementById("total").textContent = num(m.parts) + " parts";
     }
@@ -451,7 +475,9 @@
         return "part " + n + (r && r.time ? " · " + clock(r.time) + (t0 ? " (+" + dur((r.time - t0) / 1000) + ")" : "") : "");
       };
       const xmax = st.by === "part" ? st.total : (st.meta ? (st.meta.last_time - t0) / 1000 : undefined);
-      chart(chartBox, series, marks, { height: 170, cursor, xlabel, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
+      const l = st.meta && st.meta.lineage;
+      const vmarks = l && l.kind === "fork" && l.part > 0 && st.by === "part" ? [{ x: l.part, part: l.part, text: "fork at " + l.part, label: "forked from " + l.source + " at part " + l.part + ": parts 1–" + l.part + " are its" }] : [];
+      chart(chartBox, series, marks, { height: 170, cursor, xlabel, vmarks, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
       document.getElementById("curve-source").textContent = curve.source ? "from " + srcName(curve.source) : "";
     }
 
@@ -967,6 +993,19 @@
     }
     return { means, bands };
   }
+  // fromPart keeps a curve's points ([part, time, rate]) after part p,
+  // starting at p with the rate it had there: a fork's own curve, its
+  // parts up to the fork point being its source's.
+  function fromPart(pts, p) {
+    const out = [];
+    pts.forEach((q, i) => {
+      if (q[0] <= p) return;
+      if (!out.length && i > 0) out.push([p, pts[i - 1][1], pts[i - 1][2]]);
+      out.push(q);
+    });
+    if (!out.length && pts.length) { const last = pts[pts.length - 1]; out.push([p, last[1], last[2]]); }
+    return out;
+  }
   function comparePage(app, ids) {
     crumbs(el("a", { href: "#/" }, "store"), "compare");
     if (ids.length < 1) { add(app, el("p", {}, "Pick trajectories on the store page to compare.")); return () => {}; }
@@ -975,8 +1014,9 @@
     const btn = (key, label) => el("button", { id: "x-" + key, class: key === by ? "on" : "", onclick: (e) => { by = key; for (const b of e.target.parentNode.querySelectorAll("button")) b.className = b === e.target ? "on" : ""; box._zoom = null; draw(); } }, label);
     const multiples = el("div", { class: "multiples", id: "compare-suites" });
     const tables = el("div");
-    add(app, el("h1", {}, "Compare " + ids.length + " trajectories"), el("div", { class: "toolbar" }, el("b", {}, "Overall pass rate by"), btn("part", "part"), btn("time", "elapsed time"), btn("cost", "cost"),
-      el("span", { class: "muted" }, "repeats (same harness, model, task) share a colour: mean line, band from lowest to highest")), box,
+    const title = el("h1", {}, "Compare " + ids.length + " trajectories");
+    add(app, title, el("div", { class: "toolbar" }, el("b", {}, "Overall pass rate by"), btn("part", "part"), btn("time", "elapsed time"), btn("cost", "cost"),
+      el("span", { class: "muted" }, "repeats (same harness, model, task) share a colour: mean line, band from lowest to highest; a fork starts at its fork point, over its source (dashed)")), box,
       el("h2", {}, "Per suite"), multiples, tables);
     function xOf(t) {
       if (by === "part") return (p) => p[0];
@@ -984,20 +1024,38 @@
       return (p) => stairAt(t.cost_at, p[0]) || 0;
     }
     const xfmt = () => by === "part" ? (x) => "part " + Math.round(x) : by === "time" ? (x) => x.toFixed(x < 10 ? 1 : 0) + " h" : (x) => money(x);
+    // A fork whose source is on the page is drawn from its fork point
+    // only, in a group of its own (a fork is not a repeat of its source);
+    // the source is drawn whole, dashed.
+    function forkOf(t) {
+      const l = t.summary.lineage;
+      return l && l.kind === "fork" && l.part > 0 && data.trajectories.some((u) => u.summary.id === l.source) ? l : null;
+    }
+    function isSource(t) { return data.trajectories.some((u) => { const l = forkOf(u); return l && l.source === t.summary.id; }); }
+    function groupKey(t) { const l = forkOf(t); return repeatKey(t.summary) + (l ? " · fork of " + l.source + " at part " + l.part : ""); }
+    function seriesName(t) { const l = forkOf(t); return t.summary.id + (l ? " (fork of " + l.source + " at part " + l.part + ")" : isSource(t) ? " (source)" : ""); }
+    function forkMarks() {
+      if (by !== "part") return [];
+      return data.trajectories.filter(forkOf).map((t) => {
+        const l = forkOf(t);
+        return { x: l.part, part: l.part, text: "fork at " + l.part, label: t.summary.id + " forked from " + l.source + " at part " + l.part };
+      });
+    }
     function runs(pick) {
-      const keys = [...new Set(data.trajectories.map((t) => repeatKey(t.summary)))];
+      const keys = [...new Set(data.trajectories.map(groupKey))];
       return data.trajectories.map((t) => {
-        const k = repeatKey(t.summary), xo = xOf(t);
-        const many = data.trajectories.filter((u) => repeatKey(u.summary) === k).length > 1;
-        return { name: t.summary.id, group: k, color: COLORS[keys.indexOf(k) % COLORS.length], width: many ? 1 : 2, opacity: many ? 0.55 : 1, nolegend: many,
-          points: pick(t).map((p) => [xo(p), p[2]]) };
+        const k = groupKey(t), xo = xOf(t), l = forkOf(t);
+        const many = data.trajectories.filter((u) => groupKey(u) === k).length > 1;
+        const pts = l ? fromPart(pick(t), l.part) : pick(t);
+        return { name: seriesName(t), group: k, color: COLORS[keys.indexOf(k) % COLORS.length], width: many ? 1 : 2, opacity: many ? 0.55 : 1, nolegend: many,
+          dash: !many && isSource(t) ? "6 4" : undefined, id: t.summary.id, fork: l ? l.part : undefined, points: pts.map((p) => [xo(p), p[2]]) };
       });
     }
     function draw() {
       if (!data) return;
       const rs = runs((t) => t.curve.points);
       const { means, bands } = groupBands(rs);
-      chart(box, rs.concat(means), [], { height: 280, bands, xmin: by === "part" ? 1 : 0, xfmt: xfmt() });
+      chart(box, rs.concat(means), [], { height: 280, bands, vmarks: forkMarks(), xmin: by === "part" ? 1 : 0, xfmt: xfmt() });
       clear(multiples);
       const suites = [...new Set(data.trajectories.flatMap((t) => Object.keys(t.curve.suites)))].sort();
       for (const name of suites) {
@@ -1005,7 +1063,7 @@
         add(multiples, el("div", { class: "multiple" }, el("div", { class: "mono small-title" }, name), cell));
         const srs = runs((t) => t.curve.suites[name] || []).map((r) => Object.assign(r, { nolegend: true }));
         const g = groupBands(srs);
-        chart(cell, srs.concat(g.means.map((m) => Object.assign(m, { nolegend: true }))), [], { height: 120, bands: g.bands, xmin: by === "part" ? 1 : 0, xfmt: xfmt(), id: "suite-" + name });
+        chart(cell, srs.concat(g.means.map((m) => Object.assign(m, { nolegend: true }))), [], { height: 120, bands: g.bands, vmarks: forkMarks(), xmin: by === "part" ? 1 : 0, xfmt: xfmt(), id: "suite-" + name });
       }
     }
     (async () => {
@@ -1014,12 +1072,14 @@
       } catch (e) { add(app, el("p", { class: "bad" }, e.message)); return; }
       draw();
       const ts = data.trajectories;
-      const keys = [...new Set(ts.map((t) => repeatKey(t.summary)))];
-      const sw = (t) => { const i = el("i", { class: "swatch" }); i.style.background = COLORS[keys.indexOf(repeatKey(t.summary)) % COLORS.length]; return i; };
+      title.textContent = "Compare " + ts.length + " trajectories";
+      const keys = [...new Set(ts.map(groupKey))];
+      const sw = (t) => { const i = el("i", { class: "swatch" }); i.style.background = COLORS[keys.indexOf(groupKey(t)) % COLORS.length]; return i; };
       add(tables, el("h2", {}, "Trajectories"), el("table", { id: "compare-summary" },
         el("tr", {}, el("th", {}, "trajectory"), el("th", {}, "harness · model · task"), el("th", { class: "num" }, "parts"), el("th", {}, "end"), el("th", { class: "num" }, "score"), el("th", {}, "source"), el("th", { class: "num" }, "best"), el("th", { class: "num" }, "solved at"), el("th", { class: "num" }, "cost"), el("th", { class: "num" }, "duration"),
           data.milestones.map((m) => el("th", { class: "num" }, "→" + pct(m)))),
-        ts.map((t) => { const s = t.summary; return el("tr", {}, el("td", { class: "id" }, sw(t), el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", { class: "muted" }, repeatKey(s)), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s)),
+        ts.map((t) => { const s = t.summary; return el("tr", {}, el("td", { class: "id" }, sw(t), el("a", { href: "#/t/" + enc(s.id) }, s.id), lineageLine(s.lineage),
+          t.source_of ? el("div", { class: "muted source-of" }, "shown as the source of " + t.source_of) : null), el("td", { class: "muted" }, repeatKey(s)), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s)),
           data.milestones.map((m) => { const p = t.curve.milestones[String(m)]; const h = s.milestone_hours ? s.milestone_hours[String(m)] : undefined;
             const d = s.milestone_dollars ? s.milestone_dollars[String(m)] : undefined;
             return el("td", { class: "num" }, p ? [el("a", { href: "#/t/" + enc(s.id) + "/" + p }, "part " + p), h !== undefined || d !== undefined ? el("div", { class: "muted" }, [h !== undefined ? h.toFixed(1) + " h" : null, d !== undefined ? money(d) : null].filter(Boolean).join(" · ")) : null] : "never"); })); })),
