@@ -54,13 +54,33 @@ type Recorded struct {
 	LastBundled string
 }
 
-// rerunOf is the trace's rerun_of (nil: not a rerun).
-func rerunOf(o Options) *trace.Lineage {
-	if o.Rerun == nil {
+// lineage is the trace's forked_from (fork) or rerun_of (not), nil when
+// the run is not of that kind.
+func lineage(o Options, fork bool) *trace.Lineage {
+	if o.Rerun == nil || (o.Rerun.ForkAt > 0) != fork {
 		return nil
 	}
 	l := o.Rerun.Of
+	if fork {
+		l.Part = o.Rerun.ForkAt
+	}
 	return &l
+}
+
+// forkPrompt is a fork's PromptBefore: its --prompt, once, for the first
+// turn that starts with the inherited parts in.
+func forkPrompt(o Options) func(int) string {
+	if o.Rerun == nil || o.Rerun.ForkAt == 0 || o.Rerun.Prompt == "" {
+		return nil
+	}
+	used := false
+	return func(parts int) string {
+		if used || parts < o.Rerun.ForkAt {
+			return ""
+		}
+		used = true
+		return o.Rerun.Prompt
+	}
 }
 
 // Record runs the recording from s: run.json, the harness, the trace
@@ -139,6 +159,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)}
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
+		lspec.ForkAt, lspec.SourceModel = opts.Rerun.ForkAt, opts.Rerun.SourceModel
 	}
 	ag, err := launch.Start(ctx, lspec)
 	if err != nil {
@@ -173,7 +194,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
 	w, err := openTrace(s, trace.Header{
 		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: trace.AgentID{Name: ag.Harness, Version: ag.Version}.String(), AgentModel: opts.Model,
-		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture, RerunOf: rerunOf(opts),
+		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,
+		RerunOf: lineage(opts, false), ForkedFrom: lineage(opts, true),
 	}, wopts, opts.Now)
 	if err != nil {
 		return nil, err
@@ -193,8 +215,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	loop := engine.NewLoop(engine.LoopConfig{StartPart: rec.Parts, StartTurn: rec.Turns,
 		RootSessionID: ag.Root.ID, RootSession: ag.Root, Task: s.Task,
 		MaxParts: opts.MaxParts, StartCommit: head.String(), AbortGrace: opts.AbortGrace, MaxEmptyTurns: opts.MaxEmptyTurns,
-		StallTimeout: opts.StallTimeout,
-		Now:          opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
+		StallTimeout: opts.StallTimeout, PromptBefore: forkPrompt(opts),
+		Now: opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
 		GatewayCalls: ledger,
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)

@@ -95,10 +95,20 @@ type Options struct {
 	Rerun *Rerun
 }
 
-// Rerun is what re-executes a recorded trajectory.
+// Rerun is what re-executes a recorded trajectory, or forks it.
 type Rerun struct {
-	// Of names the source (the trace's rerun_of).
+	// Of names the source (the trace's rerun_of, or forked_from with
+	// Of.Part the fork point).
 	Of trace.Lineage
+	// ForkAt > 0 makes the run a fork (traj run --fork): the source's
+	// calls are played until its part ForkAt, then the model Options name
+	// (Script, BaseURL, …) answers, and Prompt (when set) opens the first
+	// turn that starts after that part.
+	ForkAt int
+	Prompt string
+	// SourceModel is the source's PROVIDER/MODEL (a fork may name
+	// another).
+	SourceModel string
 	// Calls is the source's model_calls.jsonl on this machine.
 	Calls string
 	// AgentVersion is the harness version the source recorded; another is
@@ -162,7 +172,10 @@ func (o *Options) Validate() error {
 	if o.MaxCost > 0 && o.Price == nil && o.Script == "" {
 		return errors.New("--max-cost needs --price (dollars per million input and output tokens) to price the model calls")
 	}
-	if o.Rerun != nil && (o.Script != "" || o.BaseURL != "" || o.Rerun.Calls == "") {
+	if o.Rerun != nil && o.Rerun.Calls == "" {
+		return errors.New("a rerun or fork needs its source's model calls")
+	}
+	if o.Rerun != nil && o.Rerun.ForkAt == 0 && (o.Script != "" || o.BaseURL != "") {
 		return errors.New("a rerun is answered from its source's model calls: no --script or --base-url")
 	}
 	if o.Script != "" && !strings.HasPrefix(o.Model, launch.ScriptedProvider+"/") {
@@ -230,7 +243,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // only after the trajectory folder exists (see launch.Preflight).
 func Preflight(ctx context.Context, opts Options, tk *task.Task) error {
 	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Agent: opts.Agent,
-		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Playback: opts.playback(), Sandbox: opts.Sandbox})
+		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Playback: opts.playback(), Fork: opts.forkAt() > 0, Sandbox: opts.Sandbox})
+}
+
+// forkAt is a fork's point (0: not a fork).
+func (o Options) forkAt() int {
+	if o.Rerun == nil {
+		return 0
+	}
+	return o.Rerun.ForkAt
 }
 
 // playback is the model-call record a rerun plays ("": none).

@@ -24,6 +24,9 @@
 //	rerun_of         traj: {trajectory_id, store, agent, until_part}: the
 //	                 trajectory a `traj replay rerun` re-executed from its
 //	                 recorded model calls; part n is the rerun of its part n.
+//	forked_from      traj: {trajectory_id, store, agent, part}: the
+//	                 trajectory a `traj run --fork` branched from; parts
+//	                 1..part are inherited (rerun), the rest its own.
 //	turns            array of turns (below).
 //	artifacts        {agent_trace, repo_bundle: URI}; {} while running.
 //	session_end      null while running, then {reason, total_parts,

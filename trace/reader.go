@@ -22,6 +22,7 @@ type Header struct {
 	Environment   *EnvironmentInfo `json:"environment,omitempty"`
 	Capture       *CaptureRules    `json:"capture,omitempty"`
 	RerunOf       *Lineage         `json:"rerun_of,omitempty"`
+	ForkedFrom    *Lineage         `json:"forked_from,omitempty"`
 }
 
 // Header returns the header fields of t.
@@ -29,7 +30,7 @@ func (t *Trace) Header() Header {
 	return Header{
 		SchemaVersion: t.SchemaVersion, TrajectoryID: t.TrajectoryID, SessionID: t.SessionID,
 		Agent: t.Agent, AgentModel: t.AgentModel, StartedAt: t.StartedAt,
-		Task: t.Task, Environment: t.Environment, Capture: t.Capture, RerunOf: t.RerunOf,
+		Task: t.Task, Environment: t.Environment, Capture: t.Capture, RerunOf: t.RerunOf, ForkedFrom: t.ForkedFrom,
 	}
 }
 

@@ -53,7 +53,11 @@ type Trace struct {
 	// RerunOf names the trajectory this one re-executed from its recorded
 	// model calls (`traj replay rerun`): part n here is the rerun of the
 	// source's part n (traj).
-	RerunOf    *Lineage          `json:"rerun_of,omitempty"`
+	RerunOf *Lineage `json:"rerun_of,omitempty"`
+	// ForkedFrom names the trajectory this one branched from (`traj run
+	// --fork`): parts 1..Part are its, rerun from its model calls; the
+	// parts after are this trajectory's own (traj).
+	ForkedFrom *Lineage          `json:"forked_from,omitempty"`
 	Turns      []Turn            `json:"turns"`
 	Artifacts  map[string]string `json:"artifacts"`
 	SessionEnd *SessionEnd       `json:"session_end"`
@@ -70,6 +74,8 @@ type Lineage struct {
 	// UntilPart is the last source part the rerun was asked to reach
 	// (0: all of them).
 	UntilPart int `json:"until_part,omitempty"`
+	// Part is a fork's point: the source's parts 1..Part are inherited.
+	Part int `json:"part,omitempty"`
 }
 
 // EnvironmentInfo identifies the environment a trajectory was scored by.

@@ -566,7 +566,7 @@ func checkRerun(t *testing.T, exe, st, id string, tr *trace.Trace, parts int) {
 		t.Fatalf("rerun of %s: exit %d, want 0 and reproduced %d/%d parts:\n%s", id, code, parts, parts, o)
 	}
 	rep := readRep(out)
-	if rep.Checkpoints == 0 || rep.FirstTree != nil || rep.RerunParts != parts {
+	if rep.Boundaries == 0 || rep.FirstTree != nil || rep.RerunParts != parts {
 		t.Fatalf("rerun report %+v", rep)
 	}
 	rtr := readConformanceTrace(t, filepath.Join(st, "trajectories", id+"-rerun", "agent_trace.json"), []byte(o))
@@ -628,7 +628,7 @@ type rerunReport struct {
 	SourceParts int `json:"source_parts"`
 	RerunParts  int `json:"rerun_parts"`
 	Reproduced  int `json:"reproduced"`
-	Checkpoints int `json:"checkpoints"`
+	Boundaries  int `json:"boundaries"`
 	FirstPart   *struct {
 		Part  int    `json:"part"`
 		Field string `json:"field"`

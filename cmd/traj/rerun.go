@@ -17,6 +17,7 @@ import (
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/rerun"
 	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
@@ -62,10 +63,6 @@ func (c *ReplayRerunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	h, id, ok := harness.Recorded(src.header.Agent)
-	if !ok {
-		return fmt.Errorf("rerun %s: traj does not know its harness %q", src.ref.ID, src.header.Agent)
-	}
 	until := src.parts
 	if c.UntilPart > 0 {
 		if c.UntilPart > src.parts {
@@ -80,34 +77,19 @@ func (c *ReplayRerunCmd) Run(ctx context.Context, g *Globals) error {
 	if newID == "" {
 		newID = fmt.Sprintf("%s-rerun-%s", src.ref.ID, time.Now().UTC().Format("20060102-150405"))
 	}
-	lineage := trace.Lineage{TrajectoryID: src.ref.ID, Agent: src.header.Agent, UntilPart: c.UntilPart}
-	if where := src.ref.Store.URI(""); c.Store == "" && location.Scheme(c.Ref) == "s3" {
-		lineage.Store = where
+	opts, err := src.options(c.Ref, c.Store, storeURL)
+	if err != nil {
+		return err
 	}
-	opts := orchestrator.Options{
-		Task: src.header.Task, Model: src.header.AgentModel, MaxParts: until, Timeout: c.Timeout,
-		TrajectoryID: newID, Store: storeURL, WorkDir: c.WorkDir, TestsDir: c.TestsDir,
-		Agent: h.Name, AgentBin: c.AgentBin, Logger: g.Logger,
-		Rerun: &orchestrator.Rerun{Of: lineage, Calls: src.calls, AgentVersion: id.Version, AllowOtherVersion: c.AllowOtherVersion},
+	opts.MaxParts, opts.TrajectoryID, opts.WorkDir, opts.AgentBin, opts.Logger = until, newID, c.WorkDir, c.AgentBin, g.Logger
+	if c.Timeout > 0 {
+		opts.Timeout = c.Timeout
 	}
-	if st := src.state; st != nil {
-		opts.Task = strings.TrimPrefix(st.TaskSource, "builtin:")
-		if opts.Timeout == 0 && st.TimeoutSec > 0 {
-			opts.Timeout = time.Duration(st.TimeoutSec) * time.Second
-		}
-		if opts.TestsDir == "" {
-			opts.TestsDir = st.TestsDir
-		}
-		opts.MaxTokens, opts.MaxCost, opts.Price = st.MaxTokens, st.MaxCost, st.Price
-		if len(st.Sandbox) > 0 {
-			if err := json.Unmarshal(st.Sandbox, &opts.Sandbox); err != nil {
-				return fmt.Errorf("rerun %s: its run.json's sandbox: %w", src.ref.ID, err)
-			}
-		}
+	if c.TestsDir != "" {
+		opts.TestsDir = c.TestsDir
 	}
-	if opts.Sandbox.Disk == 0 {
-		opts.Sandbox.Disk, opts.Sandbox.DiskOptional = orchestrator.DefaultDisk, true
-	}
+	opts.Rerun.Of.UntilPart = c.UntilPart
+	opts.Rerun.AllowOtherVersion = c.AllowOtherVersion
 	if c.Quiet {
 		opts.Logger = slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: max(g.LogLevel, slog.LevelWarn)}))
 	} else {
@@ -140,10 +122,72 @@ func (c *ReplayRerunCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}
 	printRerun(g.Stdout, rep)
-	if rep.Reproduced != rep.SourceParts || rep.FirstPart != nil || rep.FirstTree != nil {
+	if rep.Reproduced != rep.SourceParts {
 		return &exitError{3, nil}
 	}
 	return nil
+}
+
+// options are a run as the source was recorded: its harness (name and
+// version), task, model, budgets, sandbox and time limit (from its
+// run.json when it has one), its model calls to play, and its lineage.
+// r and storeFlag are how the user named it.
+func (src *rerunSource) options(r, storeFlag, storeURL string) (orchestrator.Options, error) {
+	h, id, ok := harness.Recorded(src.header.Agent)
+	if !ok {
+		return orchestrator.Options{}, fmt.Errorf("%s: traj does not know its harness %q", src.ref.ID, src.header.Agent)
+	}
+	lineage := trace.Lineage{TrajectoryID: src.ref.ID, Agent: src.header.Agent}
+	if storeFlag == "" && location.Scheme(r) == "s3" {
+		lineage.Store = src.ref.Store.URI("")
+	}
+	opts := orchestrator.Options{Task: src.header.Task, Model: src.header.AgentModel, Store: storeURL, Agent: h.Name,
+		Rerun: &orchestrator.Rerun{Of: lineage, Calls: src.calls, AgentVersion: id.Version, SourceModel: src.header.AgentModel}}
+	if st := src.state; st != nil {
+		opts.Task = strings.TrimPrefix(st.TaskSource, "builtin:")
+		opts.Timeout = time.Duration(st.TimeoutSec) * time.Second
+		opts.TestsDir = st.TestsDir
+		opts.MaxTokens, opts.MaxCost, opts.Price = st.MaxTokens, st.MaxCost, st.Price
+		if len(st.Sandbox) > 0 {
+			if err := json.Unmarshal(st.Sandbox, &opts.Sandbox); err != nil {
+				return opts, fmt.Errorf("%s: its run.json's sandbox: %w", src.ref.ID, err)
+			}
+		}
+	}
+	if opts.Sandbox.Disk == 0 {
+		opts.Sandbox.Disk, opts.Sandbox.DiskOptional = orchestrator.DefaultDisk, true
+	}
+	if env := os.Getenv("TRAJ_TESTS_DIR"); env != "" {
+		opts.TestsDir = env
+	}
+	return opts, nil
+}
+
+// maxParts is the source's part budget (its parts when run.json is
+// missing).
+func (src *rerunSource) maxParts() int {
+	if src.state != nil && src.state.MaxParts > 0 {
+		return src.state.MaxParts
+	}
+	return src.parts
+}
+
+// forkPoint is where a fork at part p of the source branches: p itself
+// when a model call of the source started right after it, else the last
+// part of the response that produced p (a response is not split). The
+// source's calls name parts_before; past the last call, the last part.
+func (src *rerunSource) forkPoint(p int) (int, error) {
+	calls, err := playback.Load(src.calls)
+	if err != nil {
+		return 0, err
+	}
+	at := src.parts
+	for _, c := range calls {
+		if c.PartsBefore != nil && *c.PartsBefore >= p && *c.PartsBefore < at {
+			at = *c.PartsBefore
+		}
+	}
+	return at, nil
 }
 
 // openRerunSource finds the source's trace, model-call record and
@@ -232,7 +276,7 @@ func compareRerun(ctx context.Context, src *rerunSource, newID, storeURL string,
 // printRerun is the comparison for a reader.
 func printRerun(w io.Writer, r *rerun.Report) {
 	fmt.Fprintf(w, "\n%s\n", r.Summary())
-	fmt.Fprintf(w, "  parts:        source %d, rerun %d; checkpoints compared %d\n", r.SourceParts, r.RerunParts, r.Checkpoints)
+	fmt.Fprintf(w, "  parts:        source %d, rerun %d; trees compared at %d model-response ends\n", r.SourceParts, r.RerunParts, r.Boundaries)
 	if d := r.FirstPart; d != nil {
 		fmt.Fprintf(w, "  first part:   %d differs in %s\n    source: %s\n    rerun:  %s\n", d.Part, d.Field, d.Source, d.Rerun)
 	} else {
@@ -242,6 +286,10 @@ func printRerun(w io.Writer, r *rerun.Report) {
 		fmt.Fprintf(w, "  first tree:   part %d (source %s, rerun %s)\n", d.Part, orNone(d.Source), orNone(d.Rerun))
 	} else {
 		fmt.Fprintln(w, "  first tree:   none differs")
+	}
+	if d := r.FirstCheckpoint; d != nil {
+		fmt.Fprintf(w, "  checkpoints:  from part %d a change landed in another part's checkpoint (source %s, rerun %s): timing, not the agent\n",
+			d.Part, orNone(d.Source), orNone(d.Rerun))
 	}
 	if d := r.FirstRequest; d != nil {
 		fmt.Fprintf(w, "  first request: %s call %d of model %q (source seq %d, rerun seq %d): %s\n", d.Path, d.Call, d.Model, d.SourceSeq, d.RerunSeq, d.Why)

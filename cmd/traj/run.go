@@ -19,6 +19,7 @@ import (
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store/location"
 )
 
 // RunCmd records one trajectory: the agent works on a task until the part
@@ -35,37 +36,50 @@ type RunCmd struct {
 	Resume   string `help:"Continue trajectory REF (its id, or its folder on this machine) whose run died or ended early: same id and trace, parts continue, a continuation prompt; task, model and budget as recorded unless given." placeholder:"REF"`
 	// Timeout has no kong default: zero lets --resume keep the recorded
 	// timeout; a new run gets 4 h (orchestrator.Options).
-	Timeout      time.Duration `help:"Time the agent may work (default 4h; with --resume: the recorded one)."`
-	StallTimeout time.Duration `name:"stall-timeout" help:"Stall watchdog: a turn with no new part for this long is aborted and sent again once; a second stall ends the run agent_error (default 30m)."`
-	TrajectoryID string        `name:"trajectory-id" help:"Trajectory id (default: <task>-<time>-<random>)."`
-	Store        string        `help:"Artifact store: a folder, file:///abs/path or s3://bucket/prefix (default ./runs)." env:"TRAJ_STORE"`
-	WorkDir      string        `name:"work-dir" help:"Local folder for trajectory folders and sandboxes (default: the store folder if local, else ./runs)." env:"TRAJ_WORK_DIR" type:"path"`
-	Agent        string        `help:"Harness: ${harnesses} (default ${default_harness}; with --resume: the recorded one)."`
-	AgentBin     string        `name:"agent-bin" help:"The harness's executable (default: $TRAJ_OPENCODE_BIN, $TRAJ_CLAUDE_BIN or $TRAJ_CODEX_BIN for that harness, else as make setup installs it)."`
-	Script       string        `help:"Serve this scripted model (JSON Lines) in-process; use with --model scripted/<name>." type:"existingfile"`
-	BaseURL      string        `name:"base-url" help:"The provider's API base URL, e.g. http://127.0.0.1:8000/v1 (default: the public API of anthropic/… and openai/… models). The harness reaches it through traj's model gateway."`
-	APIKeyEnv    []string      `name:"api-key-env" help:"Environment variable holding the provider's API key. Only traj's model gateway reads it; the harness gets a per-trajectory token."`
-	MaxTokens    int64         `name:"max-tokens" help:"Token budget over all model calls (input, output, reasoning, cache); the run ends with token_limit."`
-	MaxCost      float64       `name:"max-cost" help:"Cost budget in dollars over all model calls (needs --price); the run ends with cost_limit."`
-	Price        string        `help:"Prices in dollars per million tokens: INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]] (cost in the trace and for --max-cost)." placeholder:"IN,OUT"`
-	TestsDir     string        `name:"tests-dir" help:"Fixtures root holding c-testsuite/, wacct/ and torture/." env:"TRAJ_TESTS_DIR" type:"path"`
-	Sandbox      string        `help:"Where the agent runs: bwrap, container (podman or docker, image from make image) or local (NO isolation). Default: bwrap where it works, else container; with --resume: the recorded one." enum:"bwrap,container,local," default:""`
-	CPUs         float64       `name:"cpus" help:"CPU time the sandbox may use, in CPUs (default: no limit)."`
-	Memory       string        `help:"Memory limit for the whole sandbox, e.g. 4g or 512m; 'none' for no limit (default 4g)."`
-	Pids         int           `help:"Most processes and threads at once in the sandbox (default 4096)."`
-	Disk         string        `help:"Disk cap of what the agent's sandbox writes (workspace, harness state), e.g. 4g or 512m: a filesystem image holding them (needs root), so the agent's writes beyond it fail with ENOSPC and never fill the disk of the store; 'off' for none (default 4g where traj runs as root and the sandbox is not local, else none; with --resume: the recorded one)."`
-	Network      string        `help:"Network policy: none, gateways (only what traj serves: the model endpoint) or full (the host's). Default: gateways when the model endpoint is on this machine, else full." enum:"none,gateways,full," default:""`
-	PassEnv      []string      `name:"pass-env" help:"Pass this variable from your environment into the sandbox (repeatable). The agent gets only LANG, LC_*, TERM, TZ, the --api-key-env variables and these." placeholder:"NAME"`
-	JSON         bool          `help:"Print progress as JSON lines on stdout (see orchestrator/progress)."`
-	Quiet        bool          `help:"No progress output; only warnings, errors and the final summary."`
+	Timeout           time.Duration `help:"Time the agent may work (default 4h; with --resume: the recorded one)."`
+	StallTimeout      time.Duration `name:"stall-timeout" help:"Stall watchdog: a turn with no new part for this long is aborted and sent again once; a second stall ends the run agent_error (default 30m)."`
+	TrajectoryID      string        `name:"trajectory-id" help:"Trajectory id (default: <task>-<time>-<random>)."`
+	Store             string        `help:"Artifact store: a folder, file:///abs/path or s3://bucket/prefix (default ./runs)." env:"TRAJ_STORE"`
+	WorkDir           string        `name:"work-dir" help:"Local folder for trajectory folders and sandboxes (default: the store folder if local, else ./runs)." env:"TRAJ_WORK_DIR" type:"path"`
+	Agent             string        `help:"Harness: ${harnesses} (default ${default_harness}; with --resume: the recorded one)."`
+	AgentBin          string        `name:"agent-bin" help:"The harness's executable (default: $TRAJ_OPENCODE_BIN, $TRAJ_CLAUDE_BIN or $TRAJ_CODEX_BIN for that harness, else as make setup installs it)."`
+	Script            string        `help:"Serve this scripted model (JSON Lines) in-process; use with --model scripted/<name>." type:"existingfile"`
+	BaseURL           string        `name:"base-url" help:"The provider's API base URL, e.g. http://127.0.0.1:8000/v1 (default: the public API of anthropic/… and openai/… models). The harness reaches it through traj's model gateway."`
+	APIKeyEnv         []string      `name:"api-key-env" help:"Environment variable holding the provider's API key. Only traj's model gateway reads it; the harness gets a per-trajectory token."`
+	MaxTokens         int64         `name:"max-tokens" help:"Token budget over all model calls (input, output, reasoning, cache); the run ends with token_limit."`
+	MaxCost           float64       `name:"max-cost" help:"Cost budget in dollars over all model calls (needs --price); the run ends with cost_limit."`
+	Price             string        `help:"Prices in dollars per million tokens: INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]] (cost in the trace and for --max-cost)." placeholder:"IN,OUT"`
+	TestsDir          string        `name:"tests-dir" help:"Fixtures root holding c-testsuite/, wacct/ and torture/." env:"TRAJ_TESTS_DIR" type:"path"`
+	Sandbox           string        `help:"Where the agent runs: bwrap, container (podman or docker, image from make image) or local (NO isolation). Default: bwrap where it works, else container; with --resume: the recorded one." enum:"bwrap,container,local," default:""`
+	CPUs              float64       `name:"cpus" help:"CPU time the sandbox may use, in CPUs (default: no limit)."`
+	Memory            string        `help:"Memory limit for the whole sandbox, e.g. 4g or 512m; 'none' for no limit (default 4g)."`
+	Pids              int           `help:"Most processes and threads at once in the sandbox (default 4096)."`
+	Disk              string        `help:"Disk cap of what the agent's sandbox writes (workspace, harness state), e.g. 4g or 512m: a filesystem image holding them (needs root), so the agent's writes beyond it fail with ENOSPC and never fill the disk of the store; 'off' for none (default 4g where traj runs as root and the sandbox is not local, else none; with --resume: the recorded one)."`
+	Network           string        `help:"Network policy: none, gateways (only what traj serves: the model endpoint) or full (the host's). Default: gateways when the model endpoint is on this machine, else full." enum:"none,gateways,full," default:""`
+	PassEnv           []string      `name:"pass-env" help:"Pass this variable from your environment into the sandbox (repeatable). The agent gets only LANG, LC_*, TERM, TZ, the --api-key-env variables and these." placeholder:"NAME"`
+	Fork              string        `help:"Branch trajectory REF at --at-part: a new trajectory reruns its parts 1..P from its recorded model calls (same harness and version, task, sandbox), then continues live with --model/--script (default: the source's model), --prompt opening the next turn. Budget: --max-parts counts every part, inherited ones too (default: the source's)." placeholder:"REF"`
+	AtPart            int           `name:"at-part" help:"The fork point: the last part of the source the fork inherits (rounded up to the end of the model response that produced it)." placeholder:"P"`
+	Prompt            string        `help:"With --fork: a message that opens the first turn after the fork point (a hint)."`
+	AllowOtherVersion bool          `name:"allow-other-version" help:"With --fork: run the installed harness even when its version is not the one the source recorded."`
+	JSON              bool          `help:"Print progress as JSON lines on stdout (see orchestrator/progress)."`
+	Quiet             bool          `help:"No progress output; only warnings, errors and the final summary."`
 }
 
 // Run wires flags to orchestrator.Run.
 func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Resume == "" && c.Model == "" {
+	if c.Fork != "" && c.Resume != "" {
+		return &exitError{2, errors.New("--fork and --resume do not go together")}
+	}
+	if (c.AtPart != 0 || c.Prompt != "" || c.AllowOtherVersion) && c.Fork == "" {
+		return &exitError{2, errors.New("--at-part, --prompt and --allow-other-version go with --fork REF")}
+	}
+	if c.Fork != "" && c.AtPart <= 0 {
+		return &exitError{2, errors.New("--fork needs --at-part P, the last part of the source to inherit (> 0)")}
+	}
+	if c.Resume == "" && c.Fork == "" && c.Model == "" {
 		return &exitError{2, errors.New("--model is required (or --resume ID)")}
 	}
-	if c.Resume == "" && c.MaxParts == 0 {
+	if c.Resume == "" && c.Fork == "" && c.MaxParts == 0 {
 		return &exitError{2, errors.New("--max-parts is required: the part budget, a number > 0 (the run never records more parts)")}
 	}
 	if c.MaxParts < 0 {
@@ -112,6 +126,12 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price,
 		Logger: g.Logger,
 	}
+	var fork *rerunSource
+	if c.Fork != "" {
+		if fork, err = c.forkOptions(ctx, g, &opts); err != nil {
+			return err
+		}
+	}
 	var sinks progress.Multi
 	var line *progress.Line
 	// Below the status line (and with --quiet) only warnings are logged:
@@ -147,6 +167,19 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if !c.JSON {
 		printSummary(g.Stdout, res)
 		printNext(g.Stdout, res, c.locateArgs(res.TrajectoryID))
+	}
+	if fork != nil && err == nil {
+		// The inherited parts must be the source's: say so, or not.
+		at := opts.Rerun.ForkAt
+		rep, cerr := compareRerun(ctx, fork, res.TrajectoryID, location.Choose(c.Store, os.Getenv), at)
+		if cerr != nil {
+			return cerr
+		}
+		fmt.Fprintf(g.Stdout, "  forked from:   %s at part %d; inherited parts %s\n", fork.ref.ID, at, rep.Summary())
+		if rep.Reproduced != at {
+			printRerun(g.Stdout, rep)
+			return &exitError{3, fmt.Errorf("the fork did not reproduce its inherited parts 1..%d of %s", at, fork.ref.ID)}
+		}
 	}
 	if err != nil {
 		return err
@@ -269,4 +302,60 @@ func parsePrice(s string) (*agent.Price, error) {
 		v[i] = x
 	}
 	return &agent.Price{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite: v[3]}, nil
+}
+
+// forkOptions makes opts a fork of c.Fork at c.AtPart: the source's
+// harness, task, sandbox and budgets (what the flags do not set), its
+// model calls to play up to the fork point, its lineage.
+func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator.Options) (*rerunSource, error) {
+	storeURL := location.Choose(c.Store, os.Getenv)
+	src, err := openRerunSource(ctx, c.Fork, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	if c.AtPart > src.parts {
+		return nil, &exitError{2, fmt.Errorf("--at-part %d: %s has %d parts", c.AtPart, src.ref.ID, src.parts)}
+	}
+	base, err := src.options(c.Fork, c.Store, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	at, err := src.forkPoint(c.AtPart)
+	if err != nil {
+		return nil, err
+	}
+	if at != c.AtPart {
+		fmt.Fprintf(g.Stdout, "fork: part %d is not where a model response of %s ended; the fork inherits parts 1..%d\n", c.AtPart, src.ref.ID, at)
+	}
+	if c.Agent != "" && c.Agent != base.Agent {
+		return nil, &exitError{2, fmt.Errorf("--agent %s: the fork reruns %s's harness, %s", c.Agent, src.ref.ID, base.Agent)}
+	}
+	opts.Agent = base.Agent
+	if opts.Task == "c-compiler" || opts.Task == "" { // the flag's default: the source's task
+		opts.Task = base.Task
+	}
+	if opts.Model == "" {
+		opts.Model = base.Model
+	}
+	if opts.MaxParts == 0 {
+		opts.MaxParts = max(at+1, src.maxParts())
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = base.Timeout
+	}
+	if opts.TestsDir == "" {
+		opts.TestsDir = base.TestsDir
+	}
+	if c.Sandbox == "" {
+		opts.Sandbox.Provider = base.Sandbox.Provider
+	}
+	if opts.MaxTokens == 0 && opts.MaxCost == 0 && opts.Price == nil && opts.Model == base.Model {
+		opts.MaxTokens, opts.MaxCost, opts.Price = base.MaxTokens, base.MaxCost, base.Price
+	}
+	if opts.TrajectoryID == "" {
+		opts.TrajectoryID = fmt.Sprintf("%s-fork%d-%s", src.ref.ID, at, time.Now().UTC().Format("20060102-150405"))
+	}
+	base.Rerun.ForkAt, base.Rerun.Prompt, base.Rerun.AllowOtherVersion = at, c.Prompt, c.AllowOtherVersion
+	opts.Rerun = base.Rerun
+	return src, nil
 }

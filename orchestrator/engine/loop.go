@@ -45,6 +45,10 @@ type LoopConfig struct {
 	// ReadToolOutput reads the file where the agent server saved a tool's
 	// full output when it truncated it in the part (nil: not readable).
 	ReadToolOutput func(path string) ([]byte, error)
+	// PromptBefore, when set, is asked before each continuation with the
+	// parts recorded so far; what it returns opens that turn's prompt (a
+	// fork's --prompt, once its inherited parts are in).
+	PromptBefore func(parts int) string
 	// AfterTurn, when set, is asked after each turn whether the run must
 	// end (for example: the scripted model has played its whole script).
 	AfterTurn func() (reason, detail string)
@@ -173,7 +177,7 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 		if end != nil {
 			return *end, nil
 		}
-		if prompt, err = l.cfg.Task.Continuation(l.turns+1, st); err != nil {
+		if prompt, err = l.continuation(st); err != nil {
 			return l.outcome("", ""), err
 		}
 	}
@@ -232,10 +236,23 @@ func (l *Loop) Run(ctx context.Context) (Outcome, error) {
 		} else {
 			emptyTurns = 0
 		}
-		if prompt, err = l.cfg.Task.Continuation(l.turns+1, st); err != nil {
+		if prompt, err = l.continuation(st); err != nil {
 			return l.outcome("", ""), err
 		}
 	}
+}
+
+// continuation is the next turn's prompt: the task's, opened by what
+// PromptBefore gives.
+func (l *Loop) continuation(st task.Standing) (string, error) {
+	prompt, err := l.cfg.Task.Continuation(l.turns+1, st)
+	if err != nil || l.cfg.PromptBefore == nil {
+		return prompt, err
+	}
+	if pre := l.cfg.PromptBefore(l.parts); pre != "" {
+		prompt = pre + "\n\n" + prompt
+	}
+	return prompt, nil
 }
 
 // standing is where the run stands after a turn: ground truth of the

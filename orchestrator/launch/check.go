@@ -29,8 +29,9 @@ type Check struct {
 	// custom endpoint.
 	Model, Script, BaseURL string
 	// Playback is a rerun's recorded model-call record: the model is
-	// served from it, no endpoint is checked.
+	// served from it, no endpoint is checked; a fork's (Fork) is checked.
 	Playback string
+	Fork     bool
 	// Sandbox is where the agent will run.
 	Sandbox SandboxOptions
 }
@@ -59,7 +60,9 @@ func Preflight(ctx context.Context, c Check) error {
 		if err != nil {
 			return fmt.Errorf("rerun: %w", err)
 		}
-		return nil
+		if !c.Fork {
+			return nil
+		}
 	}
 	if c.Script != "" {
 		_, err := scripted.Load(c.Script)

@@ -26,8 +26,14 @@ type endpointSpec struct {
 	// Script serves the scripted model in-process as the upstream.
 	Script string
 	// Playback serves a recorded model-call record as the upstream (a
-	// rerun): no provider is called.
+	// rerun): no provider is called. ForkAt > 0 makes it a fork: the
+	// recorded calls up to the source's part ForkAt, then the model
+	// Script or BaseURL names.
 	Playback string
+	ForkAt   int
+	// SourceModel is a fork's source's PROVIDER/MODEL, which the recorded
+	// calls name.
+	SourceModel string
 	// BaseURL is the real provider's base URL ("" picks the provider's
 	// public API for anthropic and openai).
 	BaseURL string
@@ -112,27 +118,8 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	// after it).
 	var halt func(reason, detail string)
 	switch {
-	case spec.Playback != "":
-		calls, err := playback.Load(spec.Playback)
-		if err != nil {
-			return nil, fmt.Errorf("rerun: %w", err)
-		}
-		ln, err := model.Listen("127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("rerun: %w", err)
-		}
-		ep.Playback = playback.New(calls, playback.Options{Logger: spec.Logger,
-			OnSpent: func(detail string) { halt(trace.EndRecordedCallsSpent, "rerun: "+detail) }})
-		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			if err := ep.Playback.Serve(sctx, ln); err != nil {
-				spec.Logger.Warn("playback stopped", "err", err)
-			}
-		}()
-		stops = append(stops, func() { cancel(); <-served })
-		upstream = playback.BaseURL(ln.Addr())
+	case spec.Playback != "" && spec.ForkAt == 0:
+		// A rerun: the recorded calls alone.
 	case spec.Script != "":
 		script, err := scripted.Load(spec.Script)
 		if err != nil {
@@ -166,6 +153,37 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 			ep.Secrets = append(ep.Secrets, key)
 		}
 	}
+	if spec.Playback != "" {
+		// A rerun or a fork: the recorded calls answer first; a fork's
+		// upstream (above) from its fork point on.
+		calls, err := playback.Load(spec.Playback)
+		if err != nil {
+			return nil, fmt.Errorf("rerun: %w", err)
+		}
+		ln, err := model.Listen("127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("rerun: %w", err)
+		}
+		var models map[string]string
+		if _, src, ok := strings.Cut(spec.SourceModel, "/"); ok && src != modelID {
+			models = map[string]string{modelID: src}
+		}
+		ep.Playback, err = playback.New(calls, playback.Options{Logger: spec.Logger, ForkAt: spec.ForkAt, Then: upstream, Models: models,
+			OnSpent: func(detail string) { halt(trace.EndRecordedCallsSpent, "rerun: "+detail) }})
+		if err != nil {
+			return nil, err
+		}
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := ep.Playback.Serve(sctx, ln); err != nil {
+				spec.Logger.Warn("playback stopped", "err", err)
+			}
+		}()
+		stops = append(stops, func() { cancel(); <-served })
+		upstream = playback.BaseURL(ln.Addr())
+	}
 	var record *os.File
 	if spec.Record != "" {
 		if record, err = os.OpenFile(spec.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
@@ -185,6 +203,8 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		return nil, err
 	}
 	halt = g.Halt
+	// A fork's provider is checked before the run (Preflight), not here:
+	// the gateway's upstream is the playback.
 	if spec.Script == "" && spec.Playback == "" {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := g.Check(cctx)

@@ -56,6 +56,11 @@ type Spec struct {
 	Playback          string
 	AgentVersion      string
 	AllowOtherVersion bool
+	// ForkAt > 0 makes it a fork: the recorded calls up to the source's
+	// part ForkAt, then the model Script or BaseURL names. SourceModel is
+	// the model the source's calls name.
+	ForkAt      int
+	SourceModel string
 	// The model gateway's budgets and price (see orchestrator.Options).
 	MaxTokens int64
 	MaxCost   float64
@@ -108,7 +113,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		// exercise the cost accounting end to end.
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
-	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, BaseURL: spec.BaseURL, Record: spec.Record,
+	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, BaseURL: spec.BaseURL, Record: spec.Record,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {
 		espec.APIKeyEnv = spec.APIKeyEnvs[0]
@@ -191,7 +196,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 			return "", ""
 		}
 	}
-	if pb := ep.Playback; pb != nil {
+	if pb := ep.Playback; pb != nil && spec.ForkAt == 0 {
 		l.AfterTurn = func() (string, string) {
 			if st := pb.Status(); st.Remaining() == 0 {
 				return trace.EndRecordedCallsSpent, fmt.Sprintf("rerun: all %d recorded model calls were played", st.Recorded)

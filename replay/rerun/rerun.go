@@ -9,6 +9,16 @@
 // part n (the trace's rerun_of says so). Reproduced N/M counts the parts
 // equal from the first on; after the first difference the two runs are
 // different trajectories and nothing more is claimed.
+//
+// Trees are compared where they are settled: at the end of each model
+// response of the source (the part count when its next model call
+// started: the harness had run every tool of the response by then) and
+// at the last part. Which part's checkpoint a change lands in is not: a
+// harness runs a response's tools while it completes the response's
+// other parts (OpenCode writes a file while its todowrite part
+// completes), so a faster run can see the file in an earlier part's
+// checkpoint. That is reported apart (FirstCheckpoint), as information,
+// and does not count against reproduction.
 package rerun
 
 import (
@@ -51,15 +61,18 @@ type Report struct {
 	// Reproduced is how many parts, from the first, are equal in both
 	// (kind, tool, input, text) with equal checkpoint trees.
 	Reproduced int `json:"reproduced"`
-	// Checkpoints counts the committed parts compared by tree.
-	Checkpoints int `json:"checkpoints"`
+	// Boundaries counts the response ends compared by tree.
+	Boundaries int `json:"boundaries"`
 	// FirstPart is the first part whose kind, tool, input or text
-	// differs (or that one side lacks); FirstTree the first part whose
-	// checkpoint differs; FirstRequest the first model request whose
+	// differs (or that one side lacks); FirstTree the first response end
+	// (a part) where the workspace trees differ; FirstRequest the first model request whose
 	// digest differs. Nil: none.
-	FirstPart    *PartDiff    `json:"first_part,omitempty"`
-	FirstTree    *TreeDiff    `json:"first_tree,omitempty"`
-	FirstRequest *RequestDiff `json:"first_request,omitempty"`
+	FirstPart *PartDiff `json:"first_part,omitempty"`
+	FirstTree *TreeDiff `json:"first_tree,omitempty"`
+	// FirstCheckpoint is the first part whose own checkpoint differs
+	// (committed in one run only, or another tree): see the package doc.
+	FirstCheckpoint *TreeDiff    `json:"first_checkpoint,omitempty"`
+	FirstRequest    *RequestDiff `json:"first_request,omitempty"`
 	// SourceEnd and RerunEnd are the session_end reasons.
 	SourceEnd string `json:"source_end,omitempty"`
 	RerunEnd  string `json:"rerun_end,omitempty"`
@@ -100,7 +113,7 @@ func (r Report) Summary() string {
 	case r.FirstPart != nil:
 		s += fmt.Sprintf("; first divergence at part %d (%s)", r.FirstPart.Part, r.FirstPart.Field)
 	case r.FirstTree != nil:
-		s += fmt.Sprintf("; first checkpoint that differs at part %d", r.FirstTree.Part)
+		s += fmt.Sprintf("; first tree that differs at part %d", r.FirstTree.Part)
 	}
 	return s
 }
@@ -131,46 +144,67 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 		return nil, fmt.Errorf("rerun history: %w", err)
 	}
 	defer closeR()
-	equal := true
-	for i := 0; i < max(len(src.parts), len(re.parts)) && (rep.FirstPart == nil || rep.FirstTree == nil); i++ {
-		n := i + 1
-		if i >= len(src.parts) {
-			if untilPart > 0 {
-				break // the rerun went past the part asked for: not compared
+	bounds, err := boundaries(source.Calls, len(src.parts))
+	if err != nil {
+		return nil, err
+	}
+	n := max(len(src.parts), len(re.parts))
+	if untilPart > 0 {
+		n = len(src.parts)
+	}
+	var lastA, lastB string // the trees as of the part: the last committed one's
+	goodBoundary := 0       // the last response end with equal trees
+	for i := 0; i < n; i++ {
+		part := i + 1
+		if i >= len(src.parts) || i >= len(re.parts) {
+			if rep.FirstPart == nil {
+				d := &PartDiff{Part: part, Field: "part", Source: "(none)", Rerun: "(none)"}
+				if i < len(src.parts) {
+					d.Source = src.parts[i].describe()
+				} else {
+					d.Rerun = re.parts[i].describe()
+				}
+				rep.FirstPart = d
 			}
-			rep.FirstPart = firstOf(rep.FirstPart, &PartDiff{Part: n, Field: "part", Source: "(none)", Rerun: re.parts[i].describe()})
-			equal = false
-			break
-		}
-		if i >= len(re.parts) {
-			rep.FirstPart = firstOf(rep.FirstPart, &PartDiff{Part: n, Field: "part", Source: src.parts[i].describe(), Rerun: "(none)"})
-			equal = false
 			break
 		}
 		a, b := src.parts[i], re.parts[i]
 		if d := a.diff(b); d != nil && rep.FirstPart == nil {
-			d.Part = n
+			d.Part = part
 			rep.FirstPart = d
-			equal = false
 		}
 		ta, err := treeOf(ctx, st, a)
 		if err != nil {
-			return nil, fmt.Errorf("source part %d: %w", n, err)
+			return nil, fmt.Errorf("source part %d: %w", part, err)
 		}
 		tb, err := treeOf(ctx, rt, b)
 		if err != nil {
-			return nil, fmt.Errorf("rerun part %d: %w", n, err)
+			return nil, fmt.Errorf("rerun part %d: %w", part, err)
 		}
-		if ta != "" || tb != "" {
-			rep.Checkpoints++
+		if (ta != tb) && rep.FirstCheckpoint == nil {
+			rep.FirstCheckpoint = &TreeDiff{Part: part, Source: ta, Rerun: tb}
 		}
-		if ta != tb && rep.FirstTree == nil {
-			rep.FirstTree = &TreeDiff{Part: n, Source: ta, Rerun: tb}
-			equal = false
+		if ta != "" {
+			lastA = ta
 		}
-		if equal {
-			rep.Reproduced = n
+		if tb != "" {
+			lastB = tb
 		}
+		if bounds[part] || part == n {
+			rep.Boundaries++
+			if lastA != lastB && rep.FirstTree == nil {
+				rep.FirstTree = &TreeDiff{Part: part, Source: lastA, Rerun: lastB}
+			} else if rep.FirstTree == nil {
+				goodBoundary = part
+			}
+		}
+		if rep.FirstPart == nil && rep.FirstTree == nil {
+			rep.Reproduced = part
+		}
+	}
+	if rep.FirstTree != nil {
+		// The response that ended there changed the tree otherwise.
+		rep.Reproduced = min(rep.Reproduced, goodBoundary)
 	}
 	if source.Calls != "" && rerun.Calls != "" {
 		if rep.FirstRequest, err = firstRequest(source.Calls, rerun.Calls); err != nil {
@@ -180,11 +214,24 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 	return rep, nil
 }
 
-func firstOf(have, d *PartDiff) *PartDiff {
-	if have != nil {
-		return have
+// boundaries are the parts at which the source's model responses ended:
+// each call's parts_before (the parts that existed when it started).
+// Without a record, every part is one.
+func boundaries(calls string, parts int) (map[int]bool, error) {
+	out := map[int]bool{}
+	if calls == "" {
+		for p := 1; p <= parts; p++ {
+			out[p] = true
+		}
+		return out, nil
 	}
-	return d
+	_, err := model.ReadRecord(calls, func(c model.Call) error {
+		if c.PartsBefore != nil && *c.PartsBefore > 0 {
+			out[*c.PartsBefore] = true
+		}
+		return nil
+	})
+	return out, err
 }
 
 // part is what a part is compared by.

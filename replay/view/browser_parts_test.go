@@ -136,6 +136,7 @@ func TestBrowserEveryHarnessTools(t *testing.T) {
 		{"claude-code", "Write", "#action-file", "1#!/bin/sh"},
 		{"claude-code", "Bash", "#action-command", "$ bash build.sh && ls -la"},
 		{"claude-code", "mcp__tests__run_tests", "table.cases", "basics/smoke"},
+		{"claude-code", "Agent", "#sub-agent-link", "open its session"},
 		{"codex", "exec_command", "#action-command", "$ /bin/bash -lc"},
 		{"codex", "mcp__tests__run_tests", "table.cases", "basics/smoke"},
 	} {

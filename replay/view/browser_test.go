@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,26 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#tests`)))
 	if tests := text(t, ctx, `#tests`); !strings.Contains(tests, "basics/add") {
 		t.Errorf("tests view:\n%s", tests)
+	}
+	// The tab is anchored to the selected part: basics/add first passed
+	// at part 3, so it passes there and fails at part 2.
+	if at := text(t, ctx, `#tests tr[data-test="basics/add"] td.at-part`); at != "passing" {
+		t.Errorf("basics/add at part 3: %q, want passing", at)
+	}
+	js[bool](t, ctx, `window.trajView.jump(2) && true`)
+	run(t, ctx, "tests at part 2", chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="2"][data-tab="tests"] #tests th[data-key="at"]`)))
+	if at := text(t, ctx, `#tests tr[data-test="basics/add"] td.at-part`); at != "failing" {
+		t.Errorf("basics/add at part 2: %q, want failing", at)
+	}
+	run(t, ctx, "sort tests by first pass", chromedp.Click(chromedp.CSS(`#tests th[data-key="first"]`)))
+	firsts := js[[]string](t, ctx, `[...document.querySelectorAll("#tests tr[data-test]")].map((r) => r.children[1].textContent)`)
+	for i := 1; i < len(firsts); i++ {
+		a, _ := strconv.Atoi(firsts[i-1])
+		b, err := strconv.Atoi(firsts[i])
+		if firsts[i-1] == "never" || err == nil && a > b {
+			t.Errorf("tests sorted by first pass: %v", firsts)
+			break
+		}
 	}
 	run(t, ctx, "model calls tab",
 		chromedp.Click(chromedp.CSS(`#tab-calls`)),
@@ -323,6 +344,18 @@ func TestBrowserRunsNoAgentScript(t *testing.T) {
 		if d := text(t, ctx, `#detail`); !strings.Contains(d, `<script>window.__pwned = "script"</script>`) {
 			t.Errorf("part %d does not show the agent's text as text:\n%s", n, d)
 		}
+		if n == 1 {
+			if c := text(t, ctx, `#action-command`); !strings.Contains(c, `<script>window.__pwned = "script"</script>`) {
+				t.Errorf("part 1's command does not show the injection as text:\n%s", c)
+			}
+		}
+		if n == 3 {
+			// A written file and a command holding the injection are
+			// drawn from the neutral record as text too.
+			if f := text(t, ctx, `#action-file`); !strings.Contains(f, `<script>window.__pwned = "script"</script>`) {
+				t.Errorf("part 3's written file does not show the injection as text:\n%s", f)
+			}
+		}
 		check(fmt.Sprintf("part %d", n))
 	}
 	run(t, ctx, "a model call's response",
@@ -381,7 +414,8 @@ func TestViewScreenshots(t *testing.T) {
 	shot("xss", chromedp.Navigate(base+"/#/t/evil/1"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="1"]`)))
 	// Tools drawn as what they did, on the recorded demo without evaluation.
 	shot("edit", chromedp.Navigate(base+"/#/t/demo-ground-truth/25"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="25"] #action-diff`)))
-	shot("run-tests", chromedp.Navigate(base+"/#/t/demo-ground-truth/13"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="13"] table.cases`)))
+	shot("run-tests", chromedp.Navigate(base+"/#/t/demo-ground-truth/13"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="13"] table.cases`)),
+		chromedp.ScrollIntoView(chromedp.CSS(`#detail .run-tests h2`)))
 	shot("code-added", chromedp.Navigate(base+"/#/t/demo-ground-truth/25"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="25"] ul.files a`)),
 		chromedp.Click(chromedp.CSS(`#detail ul.files a`)), chromedp.WaitVisible(chromedp.CSS(`#file .line.added`)))
 	shot("filter", chromedp.Navigate(base+"/#/t/demo-ground-truth/7"), chromedp.WaitVisible(chromedp.CSS(`#detail[data-part="7"] #action-command`)),

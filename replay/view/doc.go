@@ -2,15 +2,21 @@
 // or S3) served from the binary. The pages (assets/, embedded; plain
 // JavaScript and CSS, nothing to build, nothing from another origin) are:
 //
-//	#/                 store: every trajectory with harness, model, task, parts, end
-//	                   reason, score and its source, cost, duration; filter, sort,
-//	                   pick several to compare
+//	#/                 store: every trajectory with harness, model, task, experiment,
+//	                   parts, end reason, score and its source, best, solved at, a
+//	                   sparkline, cost, duration; filter, sort, group by model, harness,
+//	                   task or experiment (n, mean ± sd, best, solved, medians to 50 %
+//	                   and 90 %), pick several or all shown to compare
 //	#/t/ID[/PART]      trajectory: score curve by part or time with regressions and
 //	                   first passes marked; the part timeline (sub-agent parts
-//	                   indented under their parent session); a part's text,
-//	                   reasoning, tool input and output, run_tests results, model
-//	                   calls; its diff; the code tree at that part; the tests view
-//	#/compare?ids=A,B  compare: overlaid curves, per-suite table, parts to milestone
+//	                   indented under their parent session) with search and filters;
+//	                   a part as what its tool did (render.go: an edit as a diff, a
+//	                   write as the file, a command then its output, run_tests as a
+//	                   table of cases, a sub-agent as a link), its model calls; its
+//	                   diff; the tree beside a file at that part (added lines marked,
+//	                   the parts that changed it); the tests view at that part
+//	#/compare?ids=A,B  compare: curves by part, time or cost with bands over repeats,
+//	                   per-suite small multiples, one row per trajectory
 //
 // # Every harness
 //
@@ -62,5 +68,9 @@
 // The pages read JSON from /api/trajectories, /api/t/ID (summary, sessions,
 // turns), /api/t/ID/curve, /api/t/ID/parts?from=N&n=M (timeline rows),
 // /api/t/ID/parts/N (one part), /api/t/ID/diff/N, /api/t/ID/tree/N?path=,
-// /api/t/ID/file/N?path=, /api/t/ID/tests and /api/compare?ids=A,B.
+// /api/t/ID/file/N?path= (with the lines part N added and the parts that
+// changed the file), /api/t/ID/tests[?part=N], /api/t/ID/search?q=&kind=
+// &tool=&session=&error=1&committed=1&run_tests=1 (a query, filters, or
+// both), /api/t/ID/calls[/SEQ] (a call's reply put back together) and
+// /api/compare?ids=A,B (with each run's cost by part).
 package view

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/trajlab/traj/trace/store"
 )
@@ -46,6 +48,32 @@ func experimentOf(ctx context.Context, st store.Store) (map[string]string, error
 		}
 	}
 	return out, nil
+}
+
+// experimentsEvery is how often the store page lists experiments again:
+// the page polls every few seconds, and on S3 a listing and a read per
+// experiment each time would cost more than the rest of the page.
+const experimentsEvery = 30 * time.Second
+
+// experimentCache keeps the last experimentOf answer for experimentsEvery.
+type experimentCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	exps map[string]string
+}
+
+func (c *experimentCache) get(ctx context.Context, st store.Store) (map[string]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.exps != nil && time.Since(c.at) < experimentsEvery {
+		return c.exps, nil
+	}
+	exps, err := experimentOf(ctx, st)
+	if err != nil {
+		return c.exps, err
+	}
+	c.exps, c.at = exps, time.Now()
+	return exps, nil
 }
 
 // experimentFor is id's experiment: its slot's, or, for a relaunched

@@ -46,6 +46,8 @@ type Summary struct {
 	// Hours the hours from the first part to them.
 	Milestones map[string]int     `json:"milestones,omitempty"`
 	Hours      map[string]float64 `json:"milestone_hours,omitempty"`
+	// Dollars are the parts' cost up to each milestone.
+	Dollars map[string]float64 `json:"milestone_dollars,omitempty"`
 	// Spark is the score curve in at most sparkPoints [part, rate] points.
 	Spark   [][2]float64 `json:"spark,omitempty"`
 	Warning string       `json:"warning,omitempty"`
@@ -89,10 +91,17 @@ func (s *snapshot) summary(id string) Summary {
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
 	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
 	if len(c.Milestones) > 0 {
-		sum.Milestones, sum.Hours = c.Milestones, map[string]float64{}
+		sum.Milestones, sum.Hours, sum.Dollars = c.Milestones, map[string]float64{}, map[string]float64{}
 		for k, part := range c.Milestones {
-			if i, ok := ix.Find(part); ok && ix.Parts[0].Time > 0 && ix.Parts[i].Time > 0 {
+			i, ok := ix.Find(part)
+			if !ok {
+				continue
+			}
+			if ix.Parts[0].Time > 0 && ix.Parts[i].Time > 0 {
 				sum.Hours[k] = float64(ix.Parts[i].Time-ix.Parts[0].Time) / 3.6e6
+			}
+			if ix.PartCost != nil {
+				sum.Dollars[k] = ix.Parts[i].Cost
 			}
 		}
 	}
@@ -179,7 +188,7 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
-	exps, err := experimentOf(r.Context(), s.cat.st)
+	exps, err := s.experiments.get(r.Context(), s.cat.st)
 	if err != nil {
 		s.logger.Debug("list experiments", "err", err)
 	}
@@ -545,6 +554,12 @@ type TestsView struct {
 	Tests  []testRow          `json:"tests"`
 	// Paths are the agent's run_tests calls (source run_tests).
 	Paths []PathRow `json:"paths"`
+	// Part, when asked for (?part=N), anchors the view: Overall and
+	// AtPart are the score standing at that part (the newest result at
+	// or before it), overall and per suite.
+	Part    int                `json:"part,omitempty"`
+	Overall *float64           `json:"overall_at_part,omitempty"`
+	AtPart  map[string]float64 `json:"at_part,omitempty"`
 }
 
 // PathRow is one test path's run_tests history in the trace.
@@ -567,6 +582,22 @@ func (s *Server) apiTests(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := snap.scores()
 	v := TestsView{Source: sc.Score.Source, Suites: sc.Score.Latest, Tests: []testRow{}, Paths: []PathRow{}}
+	part, err := intParam(r, "part", 0)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	if part > 0 {
+		v.Part, v.AtPart = part, map[string]float64{}
+		if pt, ok := sc.Score.At(part); ok {
+			v.Overall = &pt.Rate
+		}
+		for name, pts := range sc.Score.Suites {
+			if pt, ok := (report.Series{Points: pts}).At(part); ok {
+				v.AtPart[name] = pt.Rate
+			}
+		}
+	}
 	if e := snap.eval; e != nil {
 		v.Tests = e.tests
 	}

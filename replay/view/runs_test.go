@@ -2,9 +2,11 @@ package view
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,23 @@ func TestBrowserManyRuns(t *testing.T) {
 		if g["n"] != "8" || !strings.HasPrefix(g["mean"], fmt.Sprintf("%.1f%% ± ", 100*sum/n)) {
 			t.Errorf("group %s: n %s, mean %s; want 8 and %.1f%%", g["g"], g["n"], g["mean"], 100*sum/n)
 		}
+	}
+	// The medians to 50 %: parts, hours and dollars (a part costs
+	// 0.002 × (1 + model index), a part is a minute).
+	reached := 0
+	for _, s := range list.Trajectories {
+		p, ok := s.Milestones["0.5"]
+		if !ok {
+			continue
+		}
+		reached++
+		cost := 0.002 * float64(1+slices.Index(runModels, s.Model))
+		if h, d := s.Hours["0.5"], s.Dollars["0.5"]; math.Abs(h-float64(p-1)/60) > 1e-9 || math.Abs(d-cost*float64(p)) > 1e-9 {
+			t.Errorf("%s reaches 50%% at part %d after %.3f h and $%.4f; want %.3f h, $%.4f", s.ID, p, h, d, float64(p-1)/60, cost*float64(p))
+		}
+	}
+	if reached < 12 {
+		t.Errorf("only %d of 24 runs reach 50%%", reached)
 	}
 	if b := text(t, ctx, `#compare-all`); b != "Compare all shown (24)" {
 		t.Errorf("compare-all button %q", b)

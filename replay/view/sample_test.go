@@ -65,10 +65,10 @@ func dress(tr *trace.Trace, say func(n int) string) {
 			case n == 4:
 				p.SessionID = sub
 				c = map[string]any{"type": "tool", "tool": "write", "sessionID": sub, "state": map[string]any{"status": "completed",
-					"input": map[string]any{"filePath": "src/lexer.c"}, "output": "wrote src/lexer.c " + say(n), "title": "src/lexer.c"}}
+					"input": map[string]any{"filePath": "src/lexer.c", "content": "/* " + say(n) + " */\nint lex(void);\n"}, "output": "wrote src/lexer.c " + say(n), "title": "src/lexer.c"}}
 			case p.RepoCheckpoint != nil && p.RepoCheckpoint.Committed:
 				c = map[string]any{"type": "tool", "tool": "bash", "sessionID": root, "state": map[string]any{"status": "completed",
-					"input": map[string]any{"command": "sh build.sh && ./cc t.c"}, "output": "ok\n" + say(n), "title": "build and run"}}
+					"input": map[string]any{"command": "sh build.sh && ./cc t.c # " + say(n)}, "output": "ok\n" + say(n), "title": "build and run"}}
 			case n%2 == 0:
 				c = map[string]any{"type": "reasoning", "text": "Thinking about part " + fmt.Sprint(n) + ". " + say(n)}
 			default:

@@ -55,6 +55,7 @@ type Server struct {
 	token       string
 	logger      *slog.Logger
 	handler     http.Handler
+	experiments experimentCache
 }
 
 // cookieName holds the session secret in the browser.

@@ -20,6 +20,10 @@
 // models (OpenCode's title requests go to the small model) keep their own
 // order, so a request racing another does not take its answer.
 //
+// A fork (Options.ForkAt, Then) plays the calls that started before the
+// source held ForkAt parts, then hands the harness's next request, and
+// every one after it, to the new upstream.
+//
 // A request no unplayed call answers (the harness asks for more than the
 // source recorded, or for a model or path it never used) gets a
 // non-retryable 400 that says so, and Options.OnSpent is called, which
@@ -33,9 +37,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +84,19 @@ type Options struct {
 	// OnSpent is called once, when a request finds no recorded call to
 	// answer it (detail says why).
 	OnSpent func(detail string)
-	Logger  *slog.Logger
+	// ForkAt and Then make a fork (traj run --fork): recorded calls are
+	// played while the source held fewer than ForkAt parts when they
+	// started (parts_before); the first request that would take a later
+	// call, or finds none, and every request after it go to the upstream
+	// Then (a base URL, as the model gateway's Upstream), headers and
+	// body as they came.
+	ForkAt int
+	Then   string
+	// Models maps a request's model to the recorded calls' (a fork's
+	// harness asks for its new model from the first call on, the
+	// recorded calls name the source's).
+	Models map[string]string
+	Logger *slog.Logger
 }
 
 // Divergence is a request answered by a recorded call whose request was
@@ -103,6 +122,9 @@ type Status struct {
 	Divergences []Divergence
 	// Spent says why a request found no call (empty while none did).
 	Spent string
+	// SwitchedAt is the request (1-based) a fork's new upstream answered
+	// first; 0 while the recorded calls answer.
+	SwitchedAt int
 }
 
 // Remaining is how many recorded calls are not played yet.
@@ -118,15 +140,32 @@ type Server struct {
 	requests int
 	st       Status
 	spent    bool
+	then     *httputil.ReverseProxy
+	switched bool
 }
 
 // New returns a Server playing calls (in the record's order).
-func New(calls []model.Call, opts Options) *Server {
+func New(calls []model.Call, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{opts: opts, calls: calls, played: make([]bool, len(calls)),
-		st: Status{Recorded: len(calls)}}
+	s := &Server{opts: opts, calls: calls, played: make([]bool, len(calls)), st: Status{Recorded: len(calls)}}
+	if opts.ForkAt > 0 {
+		u, err := url.Parse(strings.TrimRight(opts.Then, "/"))
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("fork: upstream %q: want a base URL", opts.Then)
+		}
+		s.then = &httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(u)
+				r.Out.URL.Path = u.Path + strings.TrimPrefix(r.In.URL.Path, "/v1")
+				r.Out.URL.RawPath = ""
+				r.Out.Host = u.Host
+			},
+			FlushInterval: -1, // a stream goes through as it comes
+		}
+	}
+	return s, nil
 }
 
 // BaseURL is the upstream base URL of a Server listening on addr.
@@ -153,7 +192,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &head)
 	got := model.DigestOf(body)
-	c, ok := s.take(r.Method, r.URL.Path, head.Model, got)
+	mdl := head.Model
+	if m, ok := s.opts.Models[mdl]; ok {
+		mdl = m
+	}
+	c, ok, fork := s.take(r.Method, r.URL.Path, mdl, got)
+	if fork {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		s.then.ServeHTTP(w, r)
+		return
+	}
 	if !ok {
 		s.refuse(w)
 		return
@@ -171,11 +220,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // take finds and marks the recorded call answering a request; false when
-// none does (the reason is kept in the status).
-func (s *Server) take(method, path, mdl string, got model.Digest) (model.Call, bool) {
+// none does (the reason is kept in the status). fork: a fork's new
+// upstream answers it.
+func (s *Server) take(method, path, mdl string, got model.Digest) (_ model.Call, ok, fork bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
+	if s.switched {
+		return model.Call{}, false, true
+	}
 	first := -1
 	for i, c := range s.calls {
 		if s.played[i] || c.Method != method || c.Path != path || c.Model != mdl {
@@ -189,6 +242,11 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (model.Call, b
 			first = i
 		}
 	}
+	if s.then != nil && (first < 0 || s.calls[first].PartsBefore == nil || *s.calls[first].PartsBefore >= s.opts.ForkAt) {
+		s.switched, s.st.SwitchedAt = true, s.requests
+		s.opts.Logger.Info("fork: the new upstream answers from here", "request", s.requests)
+		return model.Call{}, false, true
+	}
 	if first < 0 {
 		switch {
 		case s.st.Played == s.st.Recorded:
@@ -197,12 +255,12 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (model.Call, b
 			s.st.Spent = fmt.Sprintf("the harness asked for model call %d (%s %s, model %q); no unplayed recorded call is one (%d of %d played)",
 				s.requests, method, path, mdl, s.st.Played, s.st.Recorded)
 		}
-		return model.Call{}, false
+		return model.Call{}, false, false
 	}
 	c := s.calls[first]
 	if c.ResponseTruncated {
 		s.st.Spent = fmt.Sprintf("recorded model call %d was kept truncated (over the gateway's size cap): it cannot be played", c.Seq)
-		return model.Call{}, false
+		return model.Call{}, false, false
 	}
 	s.played[first] = true
 	s.st.Played++
@@ -213,7 +271,7 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (model.Call, b
 		s.opts.Logger.Info("playback: a request differs from the recorded one", "request", d.Request, "seq", d.Seq,
 			"bytes", got.Bytes, "recorded_bytes", c.Request.Bytes)
 	}
-	return c, true
+	return c, true, false
 }
 
 // refuse answers a request no recorded call answers, and reports the end

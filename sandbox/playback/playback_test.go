@@ -38,7 +38,10 @@ func TestPlayback(t *testing.T) {
 	}
 	var spent []string
 	var mu sync.Mutex
-	srv := New(calls, Options{OnSpent: func(d string) { mu.Lock(); spent = append(spent, d); mu.Unlock() }})
+	srv, err := New(calls, Options{OnSpent: func(d string) { mu.Lock(); spent = append(spent, d); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	post := func(path, b string) (int, string, string) {
@@ -96,7 +99,10 @@ func TestPlaybackRefuses(t *testing.T) {
 			cc := c
 			cc.ResponseTruncated = tc.truncated
 			var spent string
-			srv := New([]model.Call{cc}, Options{OnSpent: func(d string) { spent = d }})
+			srv, err := New([]model.Call{cc}, Options{OnSpent: func(d string) { spent = d }})
+			if err != nil {
+				t.Fatal(err)
+			}
 			rec := httptest.NewRecorder()
 			srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body(tc.model, "a"))))
 			if rec.Code != 400 || !strings.Contains(spent, tc.want) {

@@ -142,7 +142,8 @@
         const solved = rs.filter((r) => r.end_reason === "solved" || r.solved_at).length;
         const mp = (m) => median(rs.map((r) => r.milestones ? r.milestones[m] : null));
         const mh = (m) => median(rs.map((r) => r.milestone_hours ? r.milestone_hours[m] : null));
-        const at = (m) => { const p = mp(m), h = mh(m); return p === null ? "–" : [num(Math.round(p)), h !== null ? el("span", { class: "muted" }, " · " + h.toFixed(1) + " h") : null]; };
+        const md = (m) => median(rs.map((r) => r.milestone_dollars ? r.milestone_dollars[m] : null));
+        const at = (m) => { const p = mp(m), h = mh(m), d = md(m); return p === null ? "–" : [num(Math.round(p)), h !== null ? el("span", { class: "muted" }, " · " + h.toFixed(1) + " h") : null, d !== null ? el("span", { class: "muted" }, " · " + money(d)) : null]; };
         const sources = [...new Set(rs.map((r) => r.score_source).filter(Boolean))].map(srcName).join(", ");
         const ids = rs.map((r) => r.id);
         body.push(el("tr", { class: "group", "data-group": k },
@@ -153,7 +154,7 @@
           el("td", {}, ids.length >= 2 && ids.length <= MAX_COMPARE ? el("a", { href: "#/compare?ids=" + ids.map(enc).join(",") }, "compare") : null)));
       }
       add(groupsBox, el("table", { id: "groups" }, el("tr", {}, el("th", {}, groupBy === "agent" ? "harness" : groupBy), el("th", { class: "num" }, "n"), el("th", { class: "num" }, "mean ± sd"), el("th", { class: "num" }, "best"),
-        el("th", { class: "num" }, "solved"), el("th", { class: "num" }, "median parts to 50%"), el("th", { class: "num" }, "to 90%"), el("th", {}, "score source"), el("th", {}, "")), body));
+        el("th", { class: "num" }, "solved"), el("th", { class: "num" }, "median parts · hours · $ to 50%"), el("th", { class: "num" }, "to 90%"), el("th", {}, "score source"), el("th", {}, "")), body));
     }
     // sparkline draws a row's score curve in a small SVG.
     function sparkline(pts) {
@@ -777,7 +778,7 @@
         const f = d.file;
         const here = f.changed_at.indexOf(n) >= 0;
         add(pane, el("div", { class: "mono file-name" }, f.path), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "") +
-            (f.added.length ? " · " + f.added.length + " lines added at this part (marked)" : "")),
+            (f.added.length ? " · " + f.added.length + (f.added.length === 1 ? " line" : " lines") + " added at this part (marked)" : "")),
           el("div", { class: "changed-at", id: "changed-at" }, "changed at parts: ", f.changed_at.length ? f.changed_at.map((p, i) => [i ? ", " : "", p === n ? el("b", {}, p) : el("a", { "data-part": p, onclick: () => { st.tab = "code"; st.codeFile = path; jump(p); } }, p)]) : "none recorded",
             f.more_changes ? " …" : "", here ? null : el("span", { class: "muted" }, " (not at this part)")),
           f.binary ? el("p", { class: "muted" }, "Binary file.") : codeBlock(f));
@@ -822,33 +823,59 @@
       return pre;
     }
 
+    // showTests shows the score per suite (latest, and standing at the
+    // selected part) and, from an evaluation, each test's history with its
+    // state at the selected part; the tests table sorts by any column.
     async function showTests(body) {
-      const d = await api("/api/t/" + enc(id) + "/tests");
+      const n = st.sel;
+      const d = await api("/api/t/" + enc(id) + "/tests" + (n ? "?part=" + n : ""));
       clear(body);
       if (!d.source) { add(body, el("p", { class: "muted" }, "No test results: the trace has no ground truth or run_tests results and the trajectory has no evaluation (run traj replay evaluate).")); return; }
       const link = (p) => el("a", { onclick: () => jump(p) }, p);
       const links = (ps) => ps && ps.length ? ps.map((p, i) => [i ? ", " : "", link(p)]) : "–";
-      add(body, el("h2", {}, "Score per suite ", el("span", { class: "muted", id: "tests-source", "data-source": d.source }, "(from " + srcName(d.source) + ")")),
-        el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), el("th", { class: "num" }, "passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "rate"), el("th", {}, "at part")),
-          d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part))))));
+      const at = d.part ? d.at_part || {} : null;
+      add(body, el("h2", {}, "Score per suite ", el("span", { class: "muted", id: "tests-source", "data-source": d.source }, "(from " + srcName(d.source) + ")"),
+          d.part ? el("span", { class: "muted", id: "tests-at" }, " · at part " + d.part + ": " + pct(d.overall_at_part) + " overall") : null),
+        el("div", { class: "table-wrap" }, el("table", { id: "suites" }, el("tr", {}, el("th", {}, "suite"), at ? el("th", { class: "num" }, "at part " + d.part) : null, el("th", { class: "num" }, "latest passed"), el("th", { class: "num" }, "total"), el("th", { class: "num" }, "latest rate"), el("th", {}, "latest at part")),
+          d.suites.map((s) => el("tr", {}, el("td", { class: "mono" }, s.suite), at ? el("td", { class: "num at-part" }, s.suite in at ? pct(at[s.suite]) : "–") : null, el("td", { class: "num" }, num(s.passed)), el("td", { class: "num" }, num(s.total)), el("td", { class: "num" }, pct(s.rate)), el("td", {}, link(s.part)))))));
       if (d.tests.length) {
+        // A test's state at part n: the newest of its first pass, breaks
+        // and fixes at or before n.
+        const passingAt = (t) => {
+          let last = 0, pass = false;
+          if (t.first_pass && t.first_pass <= n) { last = t.first_pass; pass = true; }
+          for (const b of t.broken_at || []) if (b <= n && b >= last) { last = b; pass = false; }
+          for (const f of t.fixed_at || []) if (f <= n && f > last) { last = f; pass = true; }
+          return pass;
+        };
         let filter = (st.testFilter || "").toLowerCase();
+        let sortKey = st.testSort || "test", sortDir = st.testSortDir || 1;
         const box = el("input", { type: "search", placeholder: "filter tests", value: st.testFilter || null, oninput: (e) => { filter = e.target.value.toLowerCase(); draw(); } });
         st.testFilter = "";
         const table = el("table", { id: "tests" });
         const LIMIT = 1500;
+        const keyOf = {
+          test: (t) => t.test, first: (t) => t.first_pass || Infinity, broken: (t) => (t.broken_at || []).length, fixed: (t) => (t.fixed_at || []).length,
+          at: (t) => n ? (passingAt(t) ? 1 : 0) : 0, end: (t) => t.passing_at_end ? 1 : 0,
+        };
+        const cols = [["test", "test"], ["first", "first passed at"], ["broken", "broken at"], ["fixed", "fixed at"]].concat(n ? [["at", "at part " + n]] : [], [["end", "at the end"]]);
         const draw = () => {
           clear(table);
-          add(table, el("tr", {}, el("th", {}, "test"), el("th", {}, "first passed at"), el("th", {}, "broken at"), el("th", {}, "fixed at"), el("th", {}, "at the end")));
+          add(table, el("tr", {}, cols.map(([k, label]) => el("th", { class: "sortable", "data-key": k, onclick: () => { sortDir = sortKey === k ? -sortDir : 1; sortKey = k; st.testSort = k; st.testSortDir = sortDir; draw(); } },
+            label + (k === sortKey ? (sortDir > 0 ? " ▲" : " ▼") : "")))));
           const shown = d.tests.filter((t) => !filter || t.test.toLowerCase().includes(filter));
+          const kf = keyOf[sortKey] || keyOf.test;
+          shown.sort((a, b) => { const x = kf(a), y = kf(b); return (x < y ? -1 : x > y ? 1 : 0) * sortDir; });
           for (const t of shown.slice(0, LIMIT)) {
-            add(table, el("tr", {}, el("td", { class: "mono" }, t.test), el("td", {}, t.first_pass ? link(t.first_pass) : "never"), el("td", { class: "bad" }, links(t.broken_at)), el("td", {}, links(t.fixed_at)),
+            const now = n ? passingAt(t) : null;
+            add(table, el("tr", { "data-test": t.test }, el("td", { class: "mono" }, t.test), el("td", {}, t.first_pass ? link(t.first_pass) : "never"), el("td", { class: "bad" }, links(t.broken_at)), el("td", {}, links(t.fixed_at)),
+              n ? el("td", { class: "at-part " + (now ? "good" : "bad") }, now ? "passing" : "failing") : null,
               el("td", { class: t.passing_at_end ? "good" : "bad" }, t.passing_at_end ? "passing" : "failing")));
           }
-          if (shown.length > LIMIT) add(table, el("tr", {}, el("td", { class: "muted", colspan: 5 }, (shown.length - LIMIT) + " more: filter to narrow")));
+          if (shown.length > LIMIT) add(table, el("tr", {}, el("td", { class: "muted", colspan: cols.length }, (shown.length - LIMIT) + " more: filter to narrow")));
         };
         draw();
-        add(body, el("h2", {}, "Tests (from the evaluation)"), el("div", { class: "toolbar" }, box, el("span", { class: "muted" }, d.tests.length + " tests")), table);
+        add(body, el("h2", {}, "Tests (from the evaluation)"), el("div", { class: "toolbar" }, box, el("span", { class: "muted" }, d.tests.length + " tests · click a column to sort")), el("div", { class: "table-wrap" }, table));
       }
       if (d.paths.length) {
         add(body, el("h2", {}, "The agent's run_tests calls ", el("span", { class: "muted" }, d.source === "run_tests" ? "(the only results known: the agent's claim)" : "(its own claim, not the score)")), el("table", {}, el("tr", {}, el("th", {}, "path"), el("th", { class: "num" }, "calls"), el("th", {}, "best"), el("th", {}, "first call"), el("th", {}, "last")),
@@ -994,8 +1021,9 @@
           data.milestones.map((m) => el("th", { class: "num" }, "→" + pct(m)))),
         ts.map((t) => { const s = t.summary; return el("tr", {}, el("td", { class: "id" }, sw(t), el("a", { href: "#/t/" + enc(s.id) }, s.id)), el("td", { class: "muted" }, repeatKey(s)), el("td", { class: "num" }, num(s.parts)), el("td", {}, endBadge(s)), el("td", { class: "num" }, pct(s.score)), el("td", { class: "muted" }, srcName(s.score_source)), el("td", { class: "num" }, pct(s.best)), el("td", { class: "num" }, s.solved_at ? "part " + s.solved_at : "–"), el("td", { class: "num" }, money(s.cost)), el("td", { class: "num" }, dur(s.duration_s)),
           data.milestones.map((m) => { const p = t.curve.milestones[String(m)]; const h = s.milestone_hours ? s.milestone_hours[String(m)] : undefined;
-            return el("td", { class: "num" }, p ? [el("a", { href: "#/t/" + enc(s.id) + "/" + p }, "part " + p), h !== undefined ? el("div", { class: "muted" }, h.toFixed(1) + " h") : null] : "never"); })); })),
-        el("p", { class: "muted" }, "→N%: the first part reaching that overall pass rate, and the hours it took."));
+            const d = s.milestone_dollars ? s.milestone_dollars[String(m)] : undefined;
+            return el("td", { class: "num" }, p ? [el("a", { href: "#/t/" + enc(s.id) + "/" + p }, "part " + p), h !== undefined || d !== undefined ? el("div", { class: "muted" }, [h !== undefined ? h.toFixed(1) + " h" : null, d !== undefined ? money(d) : null].filter(Boolean).join(" · ")) : null] : "never"); })); })),
+        el("p", { class: "muted" }, "→N%: the first part reaching that overall pass rate, the hours and dollars it took."));
       document.body.setAttribute("data-ready", "1");
     })();
     window.addEventListener("resize", draw);
