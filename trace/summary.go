@@ -16,9 +16,12 @@ type Summary struct {
 	Agent         string `json:"agent"`
 	AgentModel    string `json:"agent_model"`
 	Task          string `json:"task,omitempty"`
-	StartedAt     string `json:"started_at"`
-	Parts         int    `json:"parts"`
-	Turns         int    `json:"turns"`
+	// RerunOf and ForkedFrom are the trajectory's lineage (nil: none).
+	RerunOf    *Lineage `json:"rerun_of,omitempty"`
+	ForkedFrom *Lineage `json:"forked_from,omitempty"`
+	StartedAt  string   `json:"started_at"`
+	Parts      int      `json:"parts"`
+	Turns      int      `json:"turns"`
 	// EndReason is session_end.reason; empty while the run is unfinished.
 	EndReason   string `json:"end_reason"`
 	EndDetail   string `json:"end_detail,omitempty"`
@@ -98,6 +101,7 @@ func Summarize(r io.Reader) (*Summary, error) {
 		OnEnd: func(t *Trace) error {
 			s.TrajectoryID, s.SchemaVersion = t.TrajectoryID, t.SchemaVersion
 			s.Agent, s.AgentModel, s.Task, s.StartedAt = t.Agent, t.AgentModel, t.Task, t.StartedAt
+			s.RerunOf, s.ForkedFrom = t.RerunOf, t.ForkedFrom
 			s.Artifacts = t.Artifacts
 			if e := t.SessionEnd; e != nil {
 				s.EndReason, s.EndDetail, s.FinalCommit = e.Reason, e.Detail, e.FinalGitCommit
@@ -144,6 +148,12 @@ func (s *Summary) WriteText(out io.Writer) error {
 	row("agent", s.Agent)
 	row("model", s.AgentModel)
 	row("task", s.Task)
+	if l := s.RerunOf; l != nil {
+		row("lineage", "rerun of "+l.String())
+	}
+	if l := s.ForkedFrom; l != nil {
+		row("lineage", fmt.Sprintf("forked from %s at part %d (parts 1..%d inherited)", l.String(), l.Part, l.Part))
+	}
 	row("started", s.StartedAt)
 	row("parts", fmt.Sprint(s.Parts))
 	row("turns", fmt.Sprint(s.Turns))

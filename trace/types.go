@@ -78,6 +78,18 @@ type Lineage struct {
 	Part int `json:"part,omitempty"`
 }
 
+// String names the source: its id, its agent and store when known.
+func (l Lineage) String() string {
+	s := l.TrajectoryID
+	if l.Agent != "" {
+		s += " (" + l.Agent + ")"
+	}
+	if l.Store != "" {
+		s += " in " + l.Store
+	}
+	return s
+}
+
 // EnvironmentInfo identifies the environment a trajectory was scored by.
 type EnvironmentInfo struct {
 	Name      string   `json:"name"`

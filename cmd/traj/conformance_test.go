@@ -533,7 +533,9 @@ func TestFixtureShapeSeesDrift(t *testing.T) {
 }
 
 // checkRerun reruns the recorded trajectory from its model calls (traj
-// replay rerun): every part and checkpoint tree must be reproduced. Then
+// replay rerun): every part and the trees at every model-response end
+// must be reproduced (but what the agent wrote of its per-run
+// environment, below). Then
 // it perturbs one recorded response (the text "Writing build.sh." every
 // e2e script opens with) in a copy of the trajectory: the rerun must name
 // the part that text became as its first divergence, in the text.
@@ -560,14 +562,28 @@ func checkRerun(t *testing.T, exe, st, id string, tr *trace.Trace, parts int) {
 		}
 		return r
 	}
+	// The Claude Code and Codex scripts dump the sandbox's environment
+	// into env.txt: its model token and gateway ports are the run's own,
+	// so that response's tree must differ, and nothing before it.
+	envPart := 0
+	r := harness.Reader(tr.Agent)
+	for _, p := range allParts(tr) {
+		if np, _ := r.Part(p.PartID, agent.Kind(p.PartType), p.Content); envPart == 0 && np.Tool != nil && strings.Contains(string(np.Tool.Input), "env | sort") {
+			envPart = p.Part
+		}
+	}
 	out := filepath.Join(t.TempDir(), "rerun.json")
 	code, o := rerun(st, id, out)
-	if code != 0 || !strings.Contains(o, fmt.Sprintf("reproduced %d/%d parts", parts, parts)) {
-		t.Fatalf("rerun of %s: exit %d, want 0 and reproduced %d/%d parts:\n%s", id, code, parts, parts, o)
-	}
 	rep := readRep(out)
-	if rep.Boundaries == 0 || rep.FirstTree != nil || rep.RerunParts != parts {
+	switch {
+	case envPart == 0 && (code != 0 || !strings.Contains(o, fmt.Sprintf("reproduced %d/%d parts", parts, parts))):
+		t.Fatalf("rerun of %s: exit %d, want 0 and reproduced %d/%d parts:\n%s", id, code, parts, parts, o)
+	case envPart == 0 && (rep.Boundaries == 0 || rep.FirstTree != nil || rep.RerunParts != parts):
 		t.Fatalf("rerun report %+v", rep)
+	case envPart > 0 && (code != 3 || rep.FirstPart != nil || rep.RerunParts != parts || rep.FirstTree == nil ||
+		rep.FirstTree.Part < envPart || rep.Reproduced >= envPart || rep.Reproduced == 0):
+		t.Fatalf("rerun of %s, whose part %d writes its environment into the workspace: exit %d, report %+v; want every part "+
+			"reproduced and the first tree that differs at that response's end\n%s", id, envPart, code, rep, o)
 	}
 	rtr := readConformanceTrace(t, filepath.Join(st, "trajectories", id+"-rerun", "agent_trace.json"), []byte(o))
 	if rtr.RerunOf == nil || rtr.RerunOf.TrajectoryID != id || rtr.Agent != tr.Agent {
@@ -595,7 +611,7 @@ func checkRerun(t *testing.T, exe, st, id string, tr *trace.Trace, parts int) {
 		}
 		resp, _ := c["response"].(string)
 		if !perturbed && strings.Contains(resp, "build.sh.") {
-			c["response"] = strings.Replace(resp, "build.sh.", "BUILD.sh.", 1)
+			c["response"] = strings.ReplaceAll(resp, "build.sh.", "BUILD.sh.") // every copy: a stream repeats the text in its closing events
 			nb, _ := json.Marshal(c)
 			lines[i] = string(nb) + "\n"
 			perturbed = true
@@ -608,7 +624,6 @@ func checkRerun(t *testing.T, exe, st, id string, tr *trace.Trace, parts int) {
 		t.Fatal(err)
 	}
 	want := 0
-	r := harness.Reader(tr.Agent)
 	for _, p := range allParts(tr) {
 		if np, _ := r.Part(p.PartID, agent.Kind(p.PartType), p.Content); want == 0 && strings.Contains(np.Text, "Writing build.sh.") {
 			want = p.Part

@@ -108,6 +108,8 @@ func TestS3StoreComplete(t *testing.T) {
 		}
 	}
 
+	forkFromS3(t, traj, url, id)
+
 	for range 2 {
 		out, code := trajRun(t, traj, "sync", id, "--store", url, "--work-dir", work)
 		if code != 0 || !strings.Contains(out, "nothing to do") {
@@ -127,6 +129,28 @@ func TestS3StoreComplete(t *testing.T) {
 	out, code = trajRun(t, traj, "sync", id, "--store", url, "--work-dir", work)
 	if code != 0 || !strings.Contains(out, ": 1 objects uploaded") {
 		t.Fatalf("sync after a change: exit %d\n%s", code, out)
+	}
+}
+
+// forkFromS3 forks trajectory id of the S3 store url as another machine
+// would: a fresh work folder and download cache, only --store. The fork
+// reruns the source's first response from the recorded calls in the
+// bucket, then a new script answers; the fork lands in the bucket.
+func forkFromS3(t *testing.T, traj, url, id string) {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	script := filepath.Join(t.TempDir(), "fork.jsonl")
+	if err := os.WriteFile(script, []byte(`{"text":"Forked on another machine."}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := trajRun(t, traj, "run", "--fork", id, "--at-part", "1", "--store", url, "--work-dir", t.TempDir(),
+		"--script", script, "--trajectory-id", id+"-fork", "--sandbox", "bwrap", "--quiet")
+	if code != 3 || !strings.Contains(out, "inherited parts reproduced") {
+		t.Fatalf("fork from S3: exit %d, want 3 (the new script ran out) and the inherited parts reproduced\n%s", code, out)
+	}
+	show, code := trajRun(t, traj, "trace", "show", id+"-fork", "--store", url)
+	if code != 0 || !strings.Contains(show, "forked from "+id) {
+		t.Fatalf("trace show of the fork on S3: exit %d\n%s", code, show)
 	}
 }
 

@@ -72,6 +72,12 @@ type Trajectory struct {
 	AgentSuites []SuiteRate `json:"agent_run_tests_suites,omitempty"`
 	// Regressions are the evaluation's pass → fail transitions.
 	Regressions []replay.Regression `json:"regressions,omitempty"`
+	// RerunOf and ForkedFrom name the trajectory this one reran or
+	// branched from (the trace's lineage); ForkPart is the fork point:
+	// parts 1..ForkPart are the source's.
+	RerunOf    string `json:"rerun_of,omitempty"`
+	ForkedFrom string `json:"forked_from,omitempty"`
+	ForkPart   int    `json:"fork_part,omitempty"`
 }
 
 // SuiteRate is one suite's latest counts.
@@ -98,6 +104,12 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 		ID: tr.TrajectoryID, Agent: tr.Agent, Model: tr.AgentModel, Task: tr.Task,
 		Harness: agent.Name, HarnessVersion: agent.Version,
 		Turns: len(tr.Turns), StartedAt: tr.StartedAt, Suites: []SuiteRate{}, ByPart: []Point{},
+	}
+	if l := tr.RerunOf; l != nil {
+		t.RerunOf = l.TrajectoryID
+	}
+	if l := tr.ForkedFrom; l != nil {
+		t.ForkedFrom, t.ForkPart = l.TrajectoryID, l.Part
 	}
 	var usage trace.Usage
 	lastTime := ""

@@ -24,6 +24,10 @@ type series struct {
 	End int
 	// Bold draws the line wider (the overall rate above its suites).
 	Bold bool
+	// Dashed draws a line behind the others (a fork's source).
+	Dashed bool
+	// Mark, when > 0, draws a vertical line at that part (a fork point).
+	Mark int
 }
 
 // chartBox is the plot geometry.
@@ -97,7 +101,16 @@ func lineChart(title string, ss []series, width, height int, legend bool) templa
 		if s.Bold {
 			width = 3
 		}
-		fmt.Fprintf(&b, `<path d="%s" class="line" stroke="%s" stroke-width="%.0f"><title>%s</title></path>`, d.String(), s.Color, width, esc(s.Name))
+		dash := ""
+		if s.Dashed {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		fmt.Fprintf(&b, `<path d="%s" class="line" stroke="%s" stroke-width="%.0f"%s><title>%s</title></path>`, d.String(), s.Color, width, dash, esc(s.Name))
+		if s.Mark > 0 {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="mark" stroke="%s"><title>%s: fork at part %d</title></line>`,
+				x(float64(s.Mark)), x(float64(s.Mark)), box.Top, box.Top+box.plotH(), s.Color, esc(s.Name), s.Mark)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="marklab">fork at %d</text>`, x(float64(s.Mark))+3, box.Top+11, s.Mark)
+		}
 		// A dot where the rate changes (and at the first point).
 		for i, p := range s.Points {
 			if i > 0 && p.Rate == s.Points[i-1].Rate {

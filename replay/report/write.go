@@ -35,7 +35,8 @@ func WriteCSV(w io.Writer, r Report) error {
 	suites := r.suiteNames()
 	cw := csv.NewWriter(w)
 	head := []string{"trajectory_id", "agent", "harness", "harness_version", "model", "task", "parts", "turns", "end_reason", "started_at", "duration_seconds",
-		"tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost", "pass_rate", "rate_source", "best_pass_rate", "best_part", "solved_at"}
+		"tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost", "pass_rate", "rate_source", "best_pass_rate", "best_part", "solved_at",
+		"rerun_of", "forked_from", "fork_part"}
 	for _, s := range suites {
 		head = append(head, "rate:"+s)
 	}
@@ -56,7 +57,12 @@ func WriteCSV(w io.Writer, r Report) error {
 		if t.SolvedAt > 0 {
 			solved = strconv.Itoa(t.SolvedAt)
 		}
-		row = append(row, optFloat(t.Cost, 6), optFloat(t.PassRate, 4), t.RateSource, optFloat(t.BestRate, 4), best, solved)
+		fork := ""
+		if t.ForkPart > 0 {
+			fork = strconv.Itoa(t.ForkPart)
+		}
+		row = append(row, optFloat(t.Cost, 6), optFloat(t.PassRate, 4), t.RateSource, optFloat(t.BestRate, 4), best, solved,
+			t.RerunOf, t.ForkedFrom, fork)
 		for _, s := range suites {
 			v := ""
 			for _, sr := range t.Suites {
@@ -112,8 +118,15 @@ func WriteHTML(w io.Writer, r Report) error {
 				ss = append(ss, series{Name: n, Points: t.SuiteByPart[n], Color: color(j), End: t.Parts})
 			}
 		}
+		// A fork's source, when in the report, behind it: the fork's own
+		// curve from the fork point on, the source's whole.
+		own := t.ByPart
+		if src, ok := r.find(t.ForkedFrom); ok && t.ForkPart > 0 {
+			ss = append(ss, series{Name: "source " + src.ID, Points: src.ByPart, Color: "#8c959f", End: src.Parts, Dashed: true})
+			own = fromPart(t.ByPart, t.ForkPart)
+		}
 		// The overall rate last, so it is drawn on top.
-		ss = append(ss, series{Name: "all suites", Points: t.ByPart, Color: "#000000", End: t.Parts, Bold: len(names) > 1})
+		ss = append(ss, series{Name: "all suites", Points: own, Color: "#000000", End: t.Parts, Bold: len(names) > 1, Mark: t.ForkPart})
 		width, height := 350, 190
 		if v.Single {
 			width, height = 1100, 360
@@ -129,6 +142,48 @@ func WriteHTML(w io.Writer, r Report) error {
 		return fmt.Errorf("write report HTML: %w", err)
 	}
 	return nil
+}
+
+// find is the trajectory id of r ("" or absent: false).
+func (r Report) find(id string) (Trajectory, bool) {
+	if id == "" {
+		return Trajectory{}, false
+	}
+	for _, t := range r.Trajectories {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return Trajectory{}, false
+}
+
+// fromPart is a curve from part p on: the rate in effect at p, then the
+// points after it.
+func fromPart(pts []Point, p int) []Point {
+	var out []Point
+	for i, pt := range pts {
+		if pt.Part > p {
+			if len(out) == 0 && i > 0 {
+				out = append(out, Point{Part: p, Rate: pts[i-1].Rate})
+			}
+			out = append(out, pt)
+		}
+	}
+	if len(out) == 0 && len(pts) > 0 {
+		out = append(out, Point{Part: p, Rate: pts[len(pts)-1].Rate})
+	}
+	return out
+}
+
+// lineage says where a trajectory came from ("": nowhere).
+func lineage(t Trajectory) string {
+	switch {
+	case t.ForkedFrom != "":
+		return fmt.Sprintf("forked from %s at part %d", t.ForkedFrom, t.ForkPart)
+	case t.RerunOf != "":
+		return "rerun of " + t.RerunOf
+	}
+	return ""
 }
 
 type pageView struct {
@@ -166,6 +221,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	},
 	"dash":    orDash,
 	"harness": harnessLabel,
+	"lineage": lineage,
 	"suites":  suiteList,
 }).Parse(pageHTML))
 
@@ -244,6 +300,7 @@ svg .ylab{text-anchor:end;fill:#57606a}svg .xlab{text-anchor:middle;fill:#57606a
 svg .axis{text-anchor:middle;fill:#57606a}svg .legend{fill:#1b1f24}
 svg .line{fill:none}svg .empty{text-anchor:middle;fill:#8c959f}
 svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
+svg .mark{stroke-width:1;stroke-dasharray:2 2}svg .marklab{fill:#57606a;font-size:10px}
 .muted{color:#8c959f}
 </style>
 </head>
@@ -270,7 +327,7 @@ svg .blab{text-anchor:end;fill:#1b1f24}svg .bval{fill:#57606a}
 <table>
 <thead><tr><th>trajectory</th><th>harness</th><th>model</th><th class="num">parts</th><th class="num">turns</th><th>end reason</th><th class="num">duration</th><th class="num">tokens</th><th class="num">cost</th><th>pass rate</th><th>latest per suite</th></tr></thead>
 <tbody>
-{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}</td><td>{{dash (harness .)}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}</td><td>{{suites .}}</td></tr>
+{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}{{with lineage .}}<br><span class="muted">{{.}}</span>{{end}}</td><td>{{dash (harness .)}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}</td><td>{{suites .}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .Single}}{{range .Trajectories}}
