@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/trajlab/traj/replay/export"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/harness"
@@ -82,5 +85,22 @@ func TestFork(t *testing.T) {
 	}
 	if hinted <= ff.Part {
 		t.Errorf("no turn after part %d opens with the prompt (first part of the hinted turn: %d)", ff.Part, hinted)
+	}
+
+	// The lineage reaches Parquet: forked_from and fork_part.
+	dir := filepath.Join(t.TempDir(), "parquet")
+	if out, code := trajRun(t, traj, "export", "fork", "--store", st, "--format", "parquet", "--out", dir); code != 0 {
+		t.Fatalf("export: exit %d\n%s", code, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, export.TableTrajectories, "*.parquet"))
+	if len(files) != 1 {
+		t.Fatalf("trajectories table files %v", files)
+	}
+	rows, err := parquet.ReadFile[export.TrajectoryRow](files[0])
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("trajectories table: %d rows, %v", len(rows), err)
+	}
+	if r := rows[0]; r.ForkedFrom == nil || *r.ForkedFrom != "src" || r.ForkPart == nil || *r.ForkPart != int64(ff.Part) || r.RerunOf != nil {
+		t.Errorf("Parquet lineage: forked_from %v, fork_part %v, rerun_of %v; want src, %d, null", r.ForkedFrom, r.ForkPart, r.RerunOf, ff.Part)
 	}
 }

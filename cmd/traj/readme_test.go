@@ -67,7 +67,7 @@ func TestREADMECommandsParse(t *testing.T) {
 			})
 		}
 		line = placeholders.Replace(line + " ")
-		args := strings.Fields(line)[1:]
+		args := shellFields(line)[1:]
 		for i, a := range args {
 			// A spec file the README names as an example (sweep.yaml):
 			// the user writes it; here an empty one stands in.
@@ -101,4 +101,36 @@ func TestREADMECommandsParse(t *testing.T) {
 			t.Errorf("README names make %s, which the Makefile does not define", target)
 		}
 	}
+}
+
+// shellFields splits a command line as sh does for words in single or
+// double quotes (no escapes or expansions: the README shows none).
+func shellFields(line string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteByte(c)
+		case c == '"' || c == '\'':
+			quote, in = c, true
+		case c == ' ' || c == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
 }

@@ -107,6 +107,9 @@
 //	best_pass_rate, best_part   null; the best evaluated pass rate and the first part at it
 //	trace_rebuilt          BOOLEAN; the trace was rebuilt from chunks (the run died)
 //	source                 where the trajectory was read from
+//	rerun_of               null; the trajectory this one reran (traj replay rerun)
+//	forked_from, fork_part null; the trajectory this one forked from and the fork
+//	                       point (its parts 1..fork_part are inherited)
 //
 // parts — one row per counted part (row count = the trace's parts):
 //

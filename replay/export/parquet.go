@@ -233,7 +233,8 @@ func (e *parquetExport) scan(ctx context.Context) error {
 		},
 		OnEnd: func(t *trace.Trace) error {
 			e.header(&trace.Header{SchemaVersion: t.SchemaVersion, TrajectoryID: t.TrajectoryID, SessionID: t.SessionID,
-				Agent: t.Agent, AgentModel: t.AgentModel, StartedAt: t.StartedAt, Task: t.Task, Environment: t.Environment})
+				Agent: t.Agent, AgentModel: t.AgentModel, StartedAt: t.StartedAt, Task: t.Task, Environment: t.Environment,
+				RerunOf: t.RerunOf, ForkedFrom: t.ForkedFrom})
 			e.usage.End(t.SessionEnd)
 			if se := t.SessionEnd; se != nil {
 				if err := e.groundTruth(se.GroundTruth); err != nil {
@@ -274,6 +275,16 @@ func (e *parquetExport) header(h *trace.Header) {
 		r.Environment, r.EnvironmentVersion = str(env.Name), str(env.Version)
 	}
 	e.sessions.root = h.SessionID
+	if l := h.RerunOf; l != nil {
+		r.RerunOf = str(l.TrajectoryID)
+	}
+	if l := h.ForkedFrom; l != nil {
+		r.ForkedFrom = str(l.TrajectoryID)
+		if l.Part > 0 {
+			n := int64(l.Part)
+			r.ForkPart = &n
+		}
+	}
 }
 
 func (e *parquetExport) part(ctx context.Context, turn int, p *trace.Part) error {

@@ -42,6 +42,9 @@ type TrajectoryRow struct {
 	BestPart           *int64     `parquet:"best_part,optional"`
 	TraceRebuilt       bool       `parquet:"trace_rebuilt"`
 	Source             string     `parquet:"source"`
+	RerunOf            *string    `parquet:"rerun_of,optional"`
+	ForkedFrom         *string    `parquet:"forked_from,optional"`
+	ForkPart           *int64     `parquet:"fork_part,optional"`
 }
 
 // PartRow is one row of the parts table: one counted part.

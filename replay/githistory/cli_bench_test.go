@@ -90,7 +90,9 @@ func BenchmarkCLICheckoutPart(b *testing.B) {
 // 4 parts (2,500 and 12,500 distinct trees, the ratio of the demo's
 // checkpoints) whose every tree is in the store's evaluation cache, so
 // nothing is built: what is left is finding the parts' commits, their
-// trees and the cached results. Target: under 0.1 s.
+// trees and the cached results. Target: under 0.1 s. With
+// TRAJ_BASELINE_BIN set (another traj binary, e.g. one built from an
+// older commit) it runs that one too, side by side: traj/baseline.
 func BenchmarkCLICachedEvaluate(b *testing.B) {
 	bin := trajBin(b)
 	ctx := context.Background()
@@ -121,14 +123,23 @@ func BenchmarkCLICachedEvaluate(b *testing.B) {
 			out := filepath.Join(b.TempDir(), "evaluation.json")
 			args := []string{"replay", "evaluate", "--trace", fx.tracePath, "--bundle", fx.bundle, "--store", storeDir,
 				"--sandbox", "local", "--tests", strings.Join(paths, ","), "--output", out}
-			var total time.Duration
+			base := os.Getenv("TRAJ_BASELINE_BIN")
+			var total, baseTotal time.Duration
 			var peak int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				if base != "" {
+					t, _ := measured(b, exec.Command(base, args...))
+					baseTotal += t
+				}
 				t, rss := measured(b, exec.Command(bin, args...))
 				total, peak = total+t, max(peak, rss)
 			}
 			b.StopTimer()
+			if base != "" {
+				b.ReportMetric(baseTotal.Seconds()*1000/float64(b.N), "baseline-ms")
+				b.ReportMetric(float64(total)/float64(baseTotal), "traj/baseline")
+			}
 			data, err := os.ReadFile(out)
 			if err != nil {
 				b.Fatal(err)
