@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type endpointSpec struct {
 	// SourceModel is a fork's source's PROVIDER/MODEL, which the recorded
 	// calls name.
 	SourceModel string
+	// Varying is what the harness documents as varying in its requests
+	// from run to run (harness.Harness.Varying).
+	Varying *regexp.Regexp
 	// BaseURL is the real provider's base URL ("" picks the provider's
 	// public API for anthropic and openai).
 	BaseURL string
@@ -168,7 +172,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		if _, src, ok := strings.Cut(spec.SourceModel, "/"); ok && src != modelID {
 			models = map[string]string{modelID: src}
 		}
-		ep.Playback, err = playback.New(calls, playback.Options{Logger: spec.Logger, ForkAt: spec.ForkAt, Then: upstream, Models: models,
+		ep.Playback, err = playback.New(calls, playback.Options{Logger: spec.Logger, ForkAt: spec.ForkAt, Then: upstream, Models: models, Varying: spec.Varying,
 			OnSpent: func(detail string) { halt(trace.EndRecordedCallsSpent, "rerun: "+detail) }})
 		if err != nil {
 			return nil, err
@@ -193,7 +197,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	}
 	token := "traj-" + randomHex()
 	ep.Secrets = append(ep.Secrets, token)
-	opts := model.Options{Upstream: upstream, APIKey: key, Token: token, Price: spec.Price,
+	opts := model.Options{Upstream: upstream, APIKey: key, Token: token, Price: spec.Price, Varying: spec.Varying,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Parts: spec.Parts, Logger: spec.Logger}
 	if record != nil {
 		opts.Record = record

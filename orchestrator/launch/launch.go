@@ -113,7 +113,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		// exercise the cost accounting end to end.
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
-	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, BaseURL: spec.BaseURL, Record: spec.Record,
+	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, Varying: h.Varying, BaseURL: spec.BaseURL, Record: spec.Record,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {
 		espec.APIKeyEnv = spec.APIKeyEnvs[0]

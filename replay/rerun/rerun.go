@@ -372,10 +372,9 @@ func firstRequest(sourcePath, rerunPath string) (*RequestDiff, error) {
 				Why: "the source recorded no such call"}, nil
 		}
 		s := queue[k][n]
-		if s.Request != c.Request {
+		if !c.Request.Same(s.Request) {
 			return &RequestDiff{Call: n + 1, Path: c.Path, Model: c.Model, Source: s.Request, Rerun: c.Request,
-				SourceSeq: s.Seq, RerunSeq: c.Seq,
-				Why: fmt.Sprintf("the request is not the source's bytes (%d bytes, source %d)", c.Request.Bytes, s.Request.Bytes)}, nil
+				SourceSeq: s.Seq, RerunSeq: c.Seq, Why: c.Request.Differs(s.Request)}, nil
 		}
 	}
 	return nil, nil

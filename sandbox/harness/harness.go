@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -43,6 +44,10 @@ type Harness struct {
 	// Read returns the reader of the objects this harness's adapter
 	// recorded, at version (the trace's agent field; "" when unknown).
 	Read func(version string) agent.Reader
+	// Varying matches what the adapter documents as varying from run to
+	// run in the harness's model requests (ids it makes up); a rerun
+	// compares requests with it blanked. nil: nothing documented.
+	Varying *regexp.Regexp
 }
 
 // Default is the harness of a run that names none, and of a trace whose
@@ -61,6 +66,7 @@ func All() []Harness {
 			},
 			SecretFiles: func(stateDir string) []string { return []string{opencode.PasswordFile(stateDir)} },
 			Read:        func(v string) agent.Reader { return opencode.Reader{Version: v} },
+			Varying:     opencode.VaryingRequest,
 		},
 		{
 			Name:   claudecode.HarnessName,

@@ -12,7 +12,9 @@
 // that could not be reached). A request is answered by an unplayed call
 // with the same path and model: the one whose request digest is the
 // request's (a harness that sends the same conversation), else the
-// earliest. The second case is a divergence of the request, kept with the
+// earliest. A request equal once the fields the harness documents as
+// varying from run to run are blanked (Options.Varying: OpenCode's
+// session ids) counts as the same bytes. The second case is a divergence of the request, kept with the
 // recorded and the new digest and size (Status): a field that varies
 // from run to run (a date in a system prompt) is enough, and the record
 // keeps digests only, so what differs cannot be said beyond the size;
@@ -43,6 +45,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +95,10 @@ type Options struct {
 	// body as they came.
 	ForkAt int
 	Then   string
+	// Varying matches what the harness documents as varying from run to
+	// run (the model gateway's Options.Varying): a request equal to a
+	// recorded one but there is no divergence.
+	Varying *regexp.Regexp
 	// Models maps a request's model to the recorded calls' (a fork's
 	// harness asks for its new model from the first call on, the
 	// recorded calls name the source's).
@@ -191,7 +198,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Model string `json:"model"`
 	}
 	_ = json.Unmarshal(body, &head)
-	got := model.DigestOf(body)
+	got := model.DigestOf(body, s.opts.Varying)
 	mdl := head.Model
 	if m, ok := s.opts.Models[mdl]; ok {
 		mdl = m
@@ -234,7 +241,7 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (_ model.Call,
 		if s.played[i] || c.Method != method || c.Path != path || c.Model != mdl {
 			continue
 		}
-		if c.Request == got {
+		if c.Request.Same(got) {
 			first = i
 			break
 		}
@@ -264,9 +271,9 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (_ model.Call,
 	}
 	s.played[first] = true
 	s.st.Played++
-	if c.Request != got {
+	if !c.Request.Same(got) {
 		d := Divergence{Request: s.requests, Seq: c.Seq, Path: path, Model: mdl, Recorded: c.Request, Got: got,
-			Why: fmt.Sprintf("the request is not the recorded bytes (%d bytes, recorded %d)", got.Bytes, c.Request.Bytes)}
+			Why: got.Differs(c.Request)}
 		s.st.Divergences = append(s.st.Divergences, d)
 		s.opts.Logger.Info("playback: a request differs from the recorded one", "request", d.Request, "seq", d.Seq,
 			"bytes", got.Bytes, "recorded_bytes", c.Request.Bytes)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 
 func call(seq int, path, mdl, req, resp string, stream bool) model.Call {
 	return model.Call{Seq: seq, Method: http.MethodPost, Path: path, Model: mdl, Status: 200, Stream: stream,
-		Request: model.DigestOf([]byte(req)), Response: resp}
+		Request: model.DigestOf([]byte(req), nil), Response: resp}
 }
 
 func body(mdl, text string) string {
@@ -140,5 +141,35 @@ func TestLoad(t *testing.T) {
 	}
 	if len(seqs) != 2 || seqs[0] != 1 || seqs[1] != 5 {
 		t.Fatalf("loaded %v, want [1 5] (an upstream's 503 is an answer too)", seqs)
+	}
+}
+
+// TestPlaybackVarying: a request that differs from the recorded one only
+// in what the harness documents as varying (OpenCode's made-up session
+// ids) is the same request: no divergence. Anything more is one.
+func TestPlaybackVarying(t *testing.T) {
+	varying := regexp.MustCompile(`\bses_[0-9a-zA-Z]{26}\b`)
+	const path = "/v1/chat/completions"
+	rec := body("demo", `<task id="ses_deb3ea526ffeCeQZGJOAZQt05K" state="completed">ok</task>`)
+	c := call(1, path, "demo", "", "{}", false)
+	c.Request = model.DigestOf([]byte(rec), varying)
+	c2 := c
+	c2.Seq = 2
+	srv, err := New([]model.Call{c, c2}, Options{Varying: varying})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{
+		body("demo", `<task id="ses_deb3df45effeLK9srHgVeJgDvk" state="completed">ok</task>`),
+		body("demo", `<task id="ses_deb3df45effeLK9srHgVeJgDvk" state="completed">not ok</task>`),
+	} {
+		rr := httptest.NewRecorder()
+		srv.ServeHTTP(rr, httptest.NewRequest(http.MethodPost, path, strings.NewReader(b)))
+		if rr.Code != 200 {
+			t.Fatalf("%d %s", rr.Code, rr.Body)
+		}
+	}
+	if d := srv.Status().Divergences; len(d) != 1 || d[0].Request != 2 {
+		t.Fatalf("divergences %+v; want only the second request (its text differs)", d)
 	}
 }

@@ -3,9 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +40,9 @@ type Options struct {
 	// count as trace.Tokens.Total: input, output, reasoning and cache.
 	MaxTokens int64
 	MaxCost   float64
+	// Varying matches what the harness documents as varying from run to
+	// run in its requests (nil: nothing): the record's normalized digest.
+	Varying *regexp.Regexp
 	// Parts, when set, reports how many parts the trace holds; each call
 	// records it as parts_before.
 	Parts func() int
@@ -254,7 +256,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := Call{API: api, Method: r.Method, Path: r.URL.Path, StartedAt: trace.Timestamp(start),
-		Request: DigestOf(body)}
+		Request: DigestOf(body, g.opts.Varying)}
 	var head struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
@@ -422,12 +424,6 @@ func (t *Totals) add(c Call) {
 
 func msSince(now, start time.Time) float64 {
 	return float64(now.Sub(start).Microseconds()) / 1000
-}
-
-// DigestOf is how the record names a request body.
-func DigestOf(body []byte) Digest {
-	sum := sha256.Sum256(body)
-	return Digest{SHA256: hex.EncodeToString(sum[:]), Bytes: len(body)}
 }
 
 // writeError answers in a shape both OpenAI and Anthropic clients read:

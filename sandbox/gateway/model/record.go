@@ -2,10 +2,14 @@ package model
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -44,6 +48,35 @@ type Call struct {
 type Digest struct {
 	SHA256 string `json:"sha256"`
 	Bytes  int    `json:"bytes"`
+	// Normalized is the SHA-256 of the body with what its harness
+	// documents as varying from run to run (harness.Harness.Varying:
+	// OpenCode's session ids) blanked; empty when nothing was.
+	Normalized string `json:"normalized_sha256,omitempty"`
+}
+
+// Same says whether a and b name the same request: the same bytes, or
+// the same once the harness's varying fields are blanked.
+func (a Digest) Same(b Digest) bool {
+	return a.SHA256 == b.SHA256 || (a.Normalized != "" && a.Normalized == b.Normalized)
+}
+
+// Differs says how a request differs from the recorded one r.
+func (a Digest) Differs(r Digest) string {
+	return fmt.Sprintf("the request is not the recorded bytes (%d bytes, recorded %d), not even with the harness's varying fields blanked", a.Bytes, r.Bytes)
+}
+
+// DigestOf is how the record names a request body; varying (nil: none)
+// matches what the harness documents as varying from run to run.
+func DigestOf(body []byte, varying *regexp.Regexp) Digest {
+	sum := sha256.Sum256(body)
+	d := Digest{SHA256: hex.EncodeToString(sum[:]), Bytes: len(body)}
+	if varying != nil {
+		if n := varying.ReplaceAll(body, []byte("…")); !bytes.Equal(n, body) {
+			ns := sha256.Sum256(n)
+			d.Normalized = hex.EncodeToString(ns[:])
+		}
+	}
+	return d
 }
 
 // ReadRecord adds up a record file, calling fn (when not nil) for each call.
