@@ -13,6 +13,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/groundtruth"
 	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
@@ -156,7 +157,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts:    func() int { return int(partsSoFar.Load()) },
 		Playback: opts.playback(),
-		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName)}
+		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
 		lspec.ForkAt, lspec.SourceModel = opts.Rerun.ForkAt, opts.Rerun.SourceModel

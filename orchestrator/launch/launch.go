@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -61,6 +62,10 @@ type Spec struct {
 	// the model the source's calls name.
 	ForkAt      int
 	SourceModel string
+	// ToolVarying matches what varies from run to run in the answers of
+	// Tools (groundtruth.AnswerVarying); with the harness's own
+	// (harness.Harness.Varying) it is blanked when requests are compared.
+	ToolVarying *regexp.Regexp
 	// The model gateway's budgets and price (see orchestrator.Options).
 	MaxTokens int64
 	MaxCost   float64
@@ -113,7 +118,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		// exercise the cost accounting end to end.
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
-	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, Varying: h.Varying, BaseURL: spec.BaseURL, Record: spec.Record,
+	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, Varying: eitherOf(h.Varying, spec.ToolVarying), BaseURL: spec.BaseURL, Record: spec.Record,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {
 		espec.APIKeyEnv = spec.APIKeyEnvs[0]
@@ -234,6 +239,17 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	own.Secrets, own.Stop = secrets, stop
 	l.Started = &own
 	return l, nil
+}
+
+// eitherOf matches what a or b matches (nil: neither is set).
+func eitherOf(a, b *regexp.Regexp) *regexp.Regexp {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return regexp.MustCompile("(?:" + a.String() + ")|(?:" + b.String() + ")")
 }
 
 func randomHex() string {
