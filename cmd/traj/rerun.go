@@ -287,6 +287,9 @@ func printRerun(w io.Writer, r *rerun.Report) {
 	} else {
 		fmt.Fprintln(w, "  first tree:   none differs")
 	}
+	if r.FirstReordered > 0 {
+		fmt.Fprintf(w, "  reordered:    from part %d a model response's parts came in another order, the same parts (parallel tool calls)\n", r.FirstReordered)
+	}
 	if d := r.FirstCheckpoint; d != nil {
 		fmt.Fprintf(w, "  checkpoints:  from part %d a change landed in another part's checkpoint (source %s, rerun %s): timing, not the agent\n",
 			d.Part, orNone(d.Source), orNone(d.Rerun))

@@ -72,6 +72,10 @@ type Report struct {
 	// FirstCheckpoint is the first part whose own checkpoint differs
 	// (committed in one run only, or another tree): see the package doc.
 	FirstCheckpoint *TreeDiff    `json:"first_checkpoint,omitempty"`
+	// FirstReordered is the first part where a model response's parts
+	// came in another order, the same parts (0: none): a harness runs a
+	// response's tool calls in parallel, and they finish in any order.
+	FirstReordered int `json:"first_reordered,omitempty"`
 	FirstRequest    *RequestDiff `json:"first_request,omitempty"`
 	// SourceEnd and RerunEnd are the session_end reasons.
 	SourceEnd string `json:"source_end,omitempty"`
@@ -170,8 +174,16 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 		}
 		a, b := src.parts[i], re.parts[i]
 		if d := a.diff(b); d != nil && rep.FirstPart == nil {
-			d.Part = part
-			rep.FirstPart = d
+			if lo, hi := response(bounds, part, n); sameParts(src.parts, re.parts, lo, hi) {
+				// The response's parts, in another order: parallel tool
+				// calls finish in any order (Codex).
+				if rep.FirstReordered == 0 {
+					rep.FirstReordered = part
+				}
+			} else {
+				d.Part = part
+				rep.FirstPart = d
+			}
 		}
 		ta, err := treeOf(ctx, st, a)
 		if err != nil {
@@ -214,6 +226,39 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 	return rep, nil
 }
 
+// response is the parts lo..hi of the model response part n belongs to:
+// after the previous response end, up to the next one (or last).
+func response(bounds map[int]bool, part, last int) (lo, hi int) {
+	lo = part
+	for lo > 1 && !bounds[lo-1] {
+		lo--
+	}
+	hi = part
+	for hi < last && !bounds[hi] {
+		hi++
+	}
+	return lo, hi
+}
+
+// sameParts says whether parts lo..hi (1-based) of a and b are the same
+// parts, in any order.
+func sameParts(a, b []part, lo, hi int) bool {
+	if hi > len(a) || hi > len(b) {
+		return false
+	}
+	count := map[part]int{}
+	for i := lo - 1; i < hi; i++ {
+		count[a[i].key()]++
+		count[b[i].key()]--
+	}
+	for _, c := range count {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // boundaries are the parts at which the source's model responses ended:
 // each call's parts_before (the parts that existed when it started).
 // Without a record, every part is one.
@@ -240,6 +285,9 @@ type part struct {
 	committed               bool
 	commit                  string
 }
+
+// key is p as compared: its record, not its checkpoint.
+func (p part) key() part { return part{kind: p.kind, tool: p.tool, input: p.input, text: p.text} }
 
 func (p part) describe() string {
 	if p.tool != "" {

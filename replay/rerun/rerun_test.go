@@ -142,3 +142,51 @@ func TestCompare(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareReordered: a response's parallel tool calls that finish in
+// another order are the same parts (reported apart); the same swap across
+// two responses is a difference.
+func TestCompareReordered(t *testing.T) {
+	x := ocPart{tool: "bash", input: `{"command":"a"}`}
+	y := ocPart{tool: "bash", input: `{"command":"b"}`}
+	source := []ocPart{{text: "Go."}, x, y, {text: "Done."}}
+	rerun := []ocPart{{text: "Go."}, y, x, {text: "Done."}}
+	for _, tc := range []struct {
+		name       string
+		before     []int // parts_before of the source's calls: the response ends
+		reproduced int
+		reordered  int
+		firstPart  int
+	}{
+		{name: "one response", before: []int{0, 3}, reproduced: 4, reordered: 2},
+		{name: "two responses", before: []int{0, 2, 3}, reproduced: 1, firstPart: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := filepath.Join(t.TempDir(), "model_calls.jsonl")
+			var lines []byte
+			for i, b := range tc.before {
+				l, _ := json.Marshal(map[string]any{"seq": i + 1, "status": 200, "parts_before": b})
+				lines = append(append(lines, l...), '\n')
+			}
+			if err := os.WriteFile(calls, lines, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			src := Side{ID: "src", Trace: writeTrace(t, "src", source), Bundles: []string{"src"}, Calls: calls}
+			re := Side{ID: "re", Trace: writeTrace(t, "re", rerun), Bundles: []string{"re"}}
+			rep, err := Compare(t.Context(), src, re, 0, func(context.Context, []string) (Trees, func(), error) {
+				return trees{}, func() {}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp := 0
+			if rep.FirstPart != nil {
+				fp = rep.FirstPart.Part
+			}
+			if rep.Reproduced != tc.reproduced || rep.FirstReordered != tc.reordered || fp != tc.firstPart {
+				t.Fatalf("reproduced %d, reordered at %d, first part %d; want %d, %d, %d", rep.Reproduced, rep.FirstReordered, fp,
+					tc.reproduced, tc.reordered, tc.firstPart)
+			}
+		})
+	}
+}
