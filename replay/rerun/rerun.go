@@ -71,12 +71,12 @@ type Report struct {
 	FirstTree *TreeDiff `json:"first_tree,omitempty"`
 	// FirstCheckpoint is the first part whose own checkpoint differs
 	// (committed in one run only, or another tree): see the package doc.
-	FirstCheckpoint *TreeDiff    `json:"first_checkpoint,omitempty"`
+	FirstCheckpoint *TreeDiff `json:"first_checkpoint,omitempty"`
 	// FirstReordered is the first part where a model response's parts
 	// came in another order, the same parts (0: none): a harness runs a
 	// response's tool calls in parallel, and they finish in any order.
-	FirstReordered int `json:"first_reordered,omitempty"`
-	FirstRequest    *RequestDiff `json:"first_request,omitempty"`
+	FirstReordered int          `json:"first_reordered,omitempty"`
+	FirstRequest   *RequestDiff `json:"first_request,omitempty"`
 	// SourceEnd and RerunEnd are the session_end reasons.
 	SourceEnd string `json:"source_end,omitempty"`
 	RerunEnd  string `json:"rerun_end,omitempty"`
