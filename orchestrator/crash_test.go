@@ -303,9 +303,16 @@ func killChain(t *testing.T, chain, kills int, finalize bool, total *atomic.Int6
 		waitNoProcessesUnder(t, root, 5*time.Second)
 		if _, err := os.Stat(filepath.Join(dir, "run.json")); os.IsNotExist(err) {
 			// Killed before run.json: nothing recorded, nothing to resume.
+			// Gone as a reboot and an rm -rf leave it: the sandbox's disk
+			// cap may be mounted already (kill -9 leaves its mounts).
 			t.Logf("chain %d kill %d: before run.json existed", chain, killed)
 			os.RemoveAll(dir)
-			os.RemoveAll(filepath.Join(work, "sandboxes", id()))
+			if err := disk.UnmountUnder(filepath.Join(work, "sandboxes", id())); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(work, "sandboxes", id())); err != nil {
+				t.Fatal(err)
+			}
 			resumable = false
 			continue
 		}
