@@ -27,11 +27,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -387,16 +387,8 @@ func treeOf(ctx context.Context, t Trees, p part) (string, error) {
 // path and model, and returns the first pair whose digests differ.
 func firstRequest(sourcePath, rerunPath string) (*RequestDiff, error) {
 	type key struct{ path, model string }
-	load := func(p string) ([]model.Call, error) {
-		var out []model.Call
-		_, err := model.ReadRecord(p, func(c model.Call) error {
-			if c.Status > 0 && c.Status != 499 && !strings.HasPrefix(c.Error, "refused: ") {
-				out = append(out, c)
-			}
-			return nil
-		})
-		return out, err
-	}
+	// The calls an upstream answered, by playback's one rule.
+	load := playback.Load
 	src, err := load(sourcePath)
 	if err != nil {
 		return nil, err
