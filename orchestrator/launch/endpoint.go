@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -135,15 +136,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		}
 		ep.Scripted = scripted.New(script, scripted.Options{Models: []string{modelID, "small"}, SideModels: []string{"small"},
 			Logger: spec.Logger})
-		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			if err := ep.Scripted.Serve(sctx, ln); err != nil {
-				spec.Logger.Warn("scripted model stopped", "err", err)
-			}
-		}()
-		stops = append(stops, func() { cancel(); <-served })
+		stops = append(stops, serve(ctx, "scripted model", ep.Scripted.Serve, ln, spec.Logger))
 		upstream = scripted.BaseURL(ln.Addr())
 	default:
 		if upstream, err = upstreamFor(spec); err != nil {
@@ -177,15 +170,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		if err != nil {
 			return nil, err
 		}
-		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			if err := ep.Playback.Serve(sctx, ln); err != nil {
-				spec.Logger.Warn("playback stopped", "err", err)
-			}
-		}()
-		stops = append(stops, func() { cancel(); <-served })
+		stops = append(stops, serve(ctx, "playback", ep.Playback.Serve, ln, spec.Logger))
 		upstream = playback.BaseURL(ln.Addr())
 	}
 	var record *os.File
@@ -221,18 +206,25 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	if err != nil {
 		return nil, err
 	}
-	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := g.Serve(gctx, ln); err != nil {
-			spec.Logger.Warn("model gateway stopped", "err", err)
-		}
-	}()
 	// Stopped before the record file closes (stops run newest first).
-	stops = append(stops, func() { cancel(); <-served })
+	stops = append(stops, serve(ctx, "model gateway", g.Serve, ln, spec.Logger))
 	ep.Gateway, ep.Addr = g, ln.Addr().String()
 	ep.Env = []string{modelTokenEnv + "=" + token}
 	ep.Endpoint = agent.Endpoint{BaseURL: "http://" + ln.Addr().String() + "/v1", APIKeyEnv: modelTokenEnv, Price: spec.Price}
 	return ep, nil
+}
+
+// serve runs a loopback server on ln until the returned stop, which
+// waits for it to end; ctx's cancellation does not stop it (the run's
+// finish still needs it).
+func serve(ctx context.Context, name string, run func(context.Context, net.Listener) error, ln net.Listener, log *slog.Logger) func() {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := run(sctx, ln); err != nil {
+			log.Warn(name+" stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-served }
 }
