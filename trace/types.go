@@ -223,6 +223,11 @@ type RepoCheckpoint struct {
 	// workspace (its .git), when it has one. That repository is not the
 	// record; this only notes where the agent thought it was (traj).
 	AgentGitHead string `json:"agent_git_head,omitempty"`
+	// Deferred: no checkpoint was taken at this part because other tool
+	// calls of its model response were still open; the harness runs them
+	// side by side, so their changes and this part's land in the
+	// checkpoint of the last of them, whichever finished first (traj).
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // StubbedFile is a workspace file a checkpoint recorded as a stub because

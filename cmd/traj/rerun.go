@@ -291,8 +291,9 @@ func printRerun(w io.Writer, r *rerun.Report) {
 		fmt.Fprintf(w, "  reordered:    from part %d a model response's parts came in another order, the same parts (parallel tool calls)\n", r.FirstReordered)
 	}
 	if d := r.FirstCheckpoint; d != nil {
-		fmt.Fprintf(w, "  checkpoints:  from part %d a change landed in another part's checkpoint (source %s, rerun %s): timing, not the agent\n",
-			d.Part, orNone(d.Source), orNone(d.Rerun))
+		fmt.Fprintf(w, "  first checkpoint: part %d (source tree %s, rerun tree %s)\n", d.Part, orNone(d.Source), orNone(d.Rerun))
+	} else {
+		fmt.Fprintln(w, "  first checkpoint: none differs")
 	}
 	if d := r.FirstRequest; d != nil {
 		fmt.Fprintf(w, "  first request: %s call %d of model %q (source seq %d, rerun seq %d): %s\n", d.Path, d.Call, d.Model, d.SourceSeq, d.RerunSeq, d.Why)

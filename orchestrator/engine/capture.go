@@ -211,6 +211,24 @@ func (c *capture) next() *pending {
 	return nil
 }
 
+// toolBeside reports whether a tool part of p's model response is still
+// open (running, or done and not yet recorded). A harness runs a
+// response's tool calls side by side, so what such a part wrote may
+// already be in the workspace while p is recorded: p's checkpoint is
+// deferred to the last of them, so that which checkpoint holds a change
+// does not depend on which tool finished first.
+func (c *capture) toolBeside(p *pending) bool {
+	if p.part.MessageID == "" {
+		return false
+	}
+	for _, q := range c.open {
+		if q != p && q.part.MessageID == p.part.MessageID && q.part.Kind == agent.KindTool {
+			return true
+		}
+	}
+	return false
+}
+
 // settledOther reports whether p is an uncounted part that will not become
 // countable: a non-assistant part or an uncountable type, in the family.
 func (c *capture) settledOther(p *pending) bool {

@@ -512,7 +512,10 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 	ctx = context.WithoutCancel(ctx)
 	n := l.parts + 1
 	rc := trace.RepoCheckpoint{CommitBefore: l.head, CommitAfter: l.head, ChangedFiles: []string{}}
-	if l.head == "" || p.part.Kind.ChangesFiles() {
+	switch {
+	case l.head != "" && p.part.Kind.ChangesFiles() && l.capture.toolBeside(p):
+		rc.Deferred = true
+	case l.head == "" || p.part.Kind.ChangesFiles():
 		var err error
 		if rc, err = l.repo.Checkpoint(ctx, n); err != nil {
 			return &errFatal{err}

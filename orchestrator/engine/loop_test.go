@@ -676,3 +676,54 @@ func TestLoopGatewayCalls(t *testing.T) {
 		t.Fatalf("gateway_calls over the parts %v, want tc_direct once and never the claimed call", seen)
 	}
 }
+
+// TestLoopSideBySideToolsShareACheckpoint: a harness runs a response's
+// tool calls side by side, so a write can land while another tool of the
+// response completes. Whichever finishes first, the response's changes are
+// in one checkpoint, at the last of its tool parts, and the others say
+// theirs was deferred: a rerun's checkpoints equal its source's.
+func TestLoopSideBySideToolsShareACheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// writeFirst: the write completes before the todo list.
+		writeFirst bool
+	}{{"todo completes while the write runs", false}, {"write completes first", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			b, root := h.b, h.root
+			m, it := b.Message(root, "assistant")
+			turn := agenttest.Turn{it, b.CallStart(root, m)}
+			turn = append(turn, b.Reasoning(root, m, "two tools at once")...)
+			todo := b.Tool(root, m, "todowrite", map[string]any{"todos": []string{"lexer"}}, "1 todo")
+			write := b.Tool(root, m, "write", map[string]any{"filePath": "main.c"}, "wrote")
+			// The file is on disk as soon as the write runs.
+			write[1].Before = h.write("main.c", "int main(void) { return 0; }\n")
+			turn = append(turn, todo[0], write[0], todo[1], write[1])
+			if tc.writeFirst {
+				turn = append(turn, write[2], todo[2])
+			} else {
+				turn = append(turn, todo[2], write[2])
+			}
+			turn = append(turn, b.CallFinish(root, m, 10, 2, 0.01))
+			m2, it := b.Message(root, "assistant")
+			turn = append(turn, it, b.CallStart(root, m2))
+			turn = append(turn, b.Text(root, m2, "done")...)
+			turn = append(turn, b.CallFinish(root, m2, 10, 2, 0.01))
+			_, tr := h.run(context.Background(), agenttest.New(b, turn), 5)
+			parts := allParts(tr)
+			if len(parts) != 4 {
+				t.Fatalf("%d parts, want 4", len(parts))
+			}
+			first, last := parts[1].RepoCheckpoint, parts[2].RepoCheckpoint
+			if first.Committed || !first.Deferred {
+				t.Errorf("part 2 (%s) checkpoint %+v, want deferred, no commit", parts[1].Tool, first)
+			}
+			if !last.Committed || last.Deferred || len(last.ChangedFiles) != 1 || last.ChangedFiles[0] != "main.c" {
+				t.Errorf("part 3 (%s) checkpoint %+v, want the commit of main.c", parts[2].Tool, last)
+			}
+			if parts[3].RepoCheckpoint.Deferred {
+				t.Errorf("part 4 (text) deferred")
+			}
+		})
+	}
+}

@@ -10,15 +10,16 @@
 // equal from the first on; after the first difference the two runs are
 // different trajectories and nothing more is claimed.
 //
-// Trees are compared where they are settled: at the end of each model
-// response of the source (the part count when its next model call
-// started: the harness had run every tool of the response by then) and
-// at the last part. Which part's checkpoint a change lands in is not: a
-// harness runs a response's tools while it completes the response's
-// other parts (OpenCode writes a file while its todowrite part
-// completes), so a faster run can see the file in an earlier part's
-// checkpoint. That is reported apart (FirstCheckpoint), as information,
-// and does not count against reproduction.
+// Trees are compared twice. Each part's own checkpoint (committed or not,
+// and its tree) must be equal: the recorder defers the checkpoint of a
+// tool part whose response still has tool calls open (a harness runs them
+// side by side), so which part's checkpoint holds a change does not
+// depend on which tool finished first (FirstCheckpoint). And the
+// workspace as of each model response end of the source (the part count
+// when its next model call started) and the last part (FirstTree), which
+// says which response changed the workspace otherwise. A source recorded
+// before the recorder deferred such checkpoints can differ at a part
+// whose response ran tools side by side: the report says where.
 package rerun
 
 import (
@@ -59,7 +60,8 @@ type Report struct {
 	SourceParts int `json:"source_parts"`
 	RerunParts  int `json:"rerun_parts"`
 	// Reproduced is how many parts, from the first, are equal in both
-	// (kind, tool, input, text) with equal checkpoint trees.
+	// (kind, tool, input, text) with equal checkpoints and equal trees at
+	// the response ends among them.
 	Reproduced int `json:"reproduced"`
 	// Boundaries counts the response ends compared by tree.
 	Boundaries int `json:"boundaries"`
@@ -70,7 +72,7 @@ type Report struct {
 	FirstPart *PartDiff `json:"first_part,omitempty"`
 	FirstTree *TreeDiff `json:"first_tree,omitempty"`
 	// FirstCheckpoint is the first part whose own checkpoint differs
-	// (committed in one run only, or another tree): see the package doc.
+	// (committed in one run only, or another tree).
 	FirstCheckpoint *TreeDiff `json:"first_checkpoint,omitempty"`
 	// FirstReordered is the first part where a model response's parts
 	// came in another order, the same parts (0: none): a harness runs a
@@ -116,6 +118,8 @@ func (r Report) Summary() string {
 	switch {
 	case r.FirstPart != nil:
 		s += fmt.Sprintf("; first divergence at part %d (%s)", r.FirstPart.Part, r.FirstPart.Field)
+	case r.FirstCheckpoint != nil && (r.FirstTree == nil || r.FirstCheckpoint.Part <= r.FirstTree.Part):
+		s += fmt.Sprintf("; first checkpoint that differs at part %d", r.FirstCheckpoint.Part)
 	case r.FirstTree != nil:
 		s += fmt.Sprintf("; first tree that differs at part %d", r.FirstTree.Part)
 	}
@@ -210,7 +214,7 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 				goodBoundary = part
 			}
 		}
-		if rep.FirstPart == nil && rep.FirstTree == nil {
+		if rep.FirstPart == nil && rep.FirstTree == nil && rep.FirstCheckpoint == nil {
 			rep.Reproduced = part
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trajlab/traj/trace"
@@ -90,6 +91,8 @@ func TestCompare(t *testing.T) {
 		reproduced int
 		firstPart  string // "part:field"
 		firstTree  int
+		// firstCheckpoint is 0 unless it differs where no tree does.
+		firstCheckpoint int
 	}{
 		{name: "reproduced", rerun: same, rerunTrees: trees{"r2": "T2", "r4": "T4"}, reproduced: 4},
 		{name: "text", rerun: with(0, ocPart{text: "Writing BUILD.sh."}), rerunTrees: trees{"r2": "T2", "r4": "T4"}, firstPart: "1:text"},
@@ -100,6 +103,10 @@ func TestCompare(t *testing.T) {
 		{name: "tree", rerun: same, rerunTrees: trees{"r2": "T2", "r4": "other"}, reproduced: 3, firstTree: 4},
 		{name: "not committed", rerun: with(1, ocPart{tool: "write", input: `{"filePath":"build.sh","content":"x"}`}),
 			rerunTrees: trees{"r4": "T4"}, reproduced: 1, firstTree: 2},
+		// The same tree, committed one part later (a change that landed
+		// in another part's checkpoint): equal at the response end.
+		{name: "checkpoint", rerun: with(2, ocPart{tool: "bash", input: `{"command":"ls"}`, commit: "r3"}),
+			rerunTrees: trees{"r2": "T2", "r3": "T2", "r4": "T4"}, reproduced: 2, firstCheckpoint: 3},
 		{name: "stops short", rerun: same[:2], rerunTrees: trees{"r2": "T2"}, reproduced: 2, firstPart: "3:part"},
 		{name: "until part", rerun: same[:2], rerunTrees: trees{"r2": "T2"}, until: 2, reproduced: 2},
 	} {
@@ -131,6 +138,10 @@ func TestCompare(t *testing.T) {
 			}
 			if gotTree != tc.firstTree {
 				t.Errorf("first tree %d, want %d", gotTree, tc.firstTree)
+			}
+			if tc.firstCheckpoint > 0 && (rep.FirstCheckpoint == nil || rep.FirstCheckpoint.Part != tc.firstCheckpoint ||
+				!strings.Contains(rep.Summary(), fmt.Sprintf("first checkpoint that differs at part %d", tc.firstCheckpoint))) {
+				t.Errorf("first checkpoint %+v, want part %d (%s)", rep.FirstCheckpoint, tc.firstCheckpoint, rep.Summary())
 			}
 			wantParts := len(source)
 			if tc.until > 0 {

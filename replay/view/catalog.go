@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/report"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/ref"
@@ -163,7 +163,12 @@ func (t *trajectory) refresh(ctx context.Context) error {
 		ix = t.cat.loadIndex(t.rt.Store.URI(t.rt.Prefix + store.TraceName))
 	}
 	fullScans, wasEnded := ix.FullScans, ix.End != nil
+	// The evaluation is read while the trace is indexed: on a cold start
+	// both are a full read, and the first rows wait for both.
+	evalDone := make(chan error, 1)
+	go func() { evalDone <- t.refreshEval(ctx) }()
 	if err := updateFromFile(ix, path); err != nil {
+		<-evalDone
 		return err
 	}
 	// Keep the index for the next start when it cost a full read or the
@@ -171,7 +176,7 @@ func (t *trajectory) refresh(ctx context.Context) error {
 	if t.snap == nil || ix.FullScans != fullScans || ix.End != nil && !wasEnded {
 		t.cat.saveIndex(t.rt.Store.URI(t.rt.Prefix+store.TraceName), ix)
 	}
-	if err := t.refreshEval(ctx); err != nil {
+	if err := <-evalDone; err != nil {
 		t.cat.logger.Warn("ignore evaluation report", "trajectory", t.id, "err", err)
 	}
 	if err := t.refreshCalls(ctx); err != nil {
@@ -202,7 +207,9 @@ func updateFromFile(ix *Index, path string) error {
 	return nil
 }
 
-// refreshEval (re)loads the stored evaluate report when it changed.
+// refreshEval (re)loads the stored evaluate report when it changed: the
+// reduction a viewer kept in the cache folder for this state of the
+// report, else the report read for what the pages show (evalReport).
 func (t *trajectory) refreshEval(ctx context.Context) error {
 	stamp, err := t.rt.EvaluationStamp(ctx)
 	if err != nil || stamp == t.evalStamp {
@@ -212,8 +219,13 @@ func (t *trajectory) refreshEval(ctx context.Context) error {
 		t.eval, t.evalStamp = nil, ""
 		return nil
 	}
-	var out replay.Output
-	found, err := t.rt.LoadEvaluation(ctx, &out)
+	uri := t.rt.Store.URI(t.rt.EvaluationKey())
+	if e := t.cat.loadEval(uri, stamp); e != nil {
+		t.eval, t.evalStamp = e, stamp
+		return nil
+	}
+	var rep evalReport
+	found, err := t.rt.LoadEvaluation(ctx, &rep)
 	if err != nil {
 		return err
 	}
@@ -221,7 +233,8 @@ func (t *trajectory) refreshEval(ctx context.Context) error {
 		t.eval, t.evalStamp = nil, ""
 		return nil
 	}
-	t.eval, t.evalStamp = newEvalData(&out), stamp
+	t.eval, t.evalStamp = newEvalData(&rep.out), stamp
+	t.cat.saveEval(uri, stamp, t.eval)
 	return nil
 }
 
@@ -309,5 +322,64 @@ func (c *catalog) saveIndex(uri string, ix *Index) {
 	}
 	if err := atomicfile.Write(p, func(w io.Writer) error { return gob.NewEncoder(w).Encode(ix) }); err != nil {
 		c.logger.Debug("cache index", "err", err)
+	}
+}
+
+// evalCacheVersion changes whenever evalCache's encoding or the reduction
+// (newEvalData, report.EvaluationSeries) does.
+const evalCacheVersion = "view-eval-1"
+
+// evalCache is a trajectory's reduced evaluation as the cache folder keeps
+// it, with the report's stamp it was read at.
+type evalCache struct {
+	Stamp  string
+	Series report.Series
+	Tests  []testRow
+	Fixed  map[int][]string
+}
+
+func (c *catalog) evalCachePath(uri string) string {
+	if c.cacheDir == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(evalCacheVersion + "\x00" + uri))
+	return filepath.Join(c.cacheDir, "eval", hex.EncodeToString(h[:12])+".gob")
+}
+
+// loadEval returns the cached reduction of the report at uri when it was
+// made from the report's current state (stamp), else nil.
+func (c *catalog) loadEval(uri, stamp string) *evalData {
+	p := c.evalCachePath(uri)
+	if p == "" {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ec evalCache
+	if err := gob.NewDecoder(f).Decode(&ec); err != nil {
+		c.logger.Debug("ignore cached evaluation", "path", p, "err", err)
+		return nil
+	}
+	if ec.Stamp != stamp {
+		return nil
+	}
+	e := &evalData{series: ec.Series, tests: ec.Tests, fixed: ec.Fixed}
+	e.normalize()
+	return e
+}
+
+// saveEval keeps e, read from the report at uri in state stamp, for the
+// next start of the viewer.
+func (c *catalog) saveEval(uri, stamp string, e *evalData) {
+	p := c.evalCachePath(uri)
+	if p == "" {
+		return
+	}
+	ec := evalCache{Stamp: stamp, Series: e.series, Tests: e.tests, Fixed: e.fixed}
+	if err := atomicfile.Write(p, func(w io.Writer) error { return gob.NewEncoder(w).Encode(&ec) }); err != nil {
+		c.logger.Debug("cache evaluation", "err", err)
 	}
 }

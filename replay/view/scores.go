@@ -43,7 +43,40 @@ func newEvalData(out *replay.Output) *evalData {
 		e.tests = append(e.tests, testRow{Test: id, FirstPass: a.FirstPassPart, BrokenAt: a.BrokenAt, FixedAt: a.FixedAt, PassingAtEnd: a.PassingAtEnd})
 	}
 	sort.Slice(e.tests, func(i, j int) bool { return e.tests[i].Test < e.tests[j].Test })
+	e.normalize()
 	return e
+}
+
+// normalize makes every empty list and map of e non-nil, as the reduction
+// makes them and the pages expect them ([] in JSON, not null): the cache
+// folder's encoding does not tell the two apart.
+func (e *evalData) normalize() {
+	s := &e.series
+	if s.Points == nil {
+		s.Points = []report.Point{}
+	}
+	if s.Latest == nil {
+		s.Latest = []report.SuiteRate{}
+	}
+	for _, m := range []*map[int][]string{&s.Drops, &s.Gains, &e.fixed} {
+		if *m == nil {
+			*m = map[int][]string{}
+		}
+	}
+	if s.Suites == nil {
+		s.Suites = map[string][]report.Point{}
+	}
+	if e.tests == nil {
+		e.tests = []testRow{}
+	}
+	for i := range e.tests {
+		if e.tests[i].BrokenAt == nil {
+			e.tests[i].BrokenAt = []int{}
+		}
+		if e.tests[i].FixedAt == nil {
+			e.tests[i].FixedAt = []int{}
+		}
+	}
 }
 
 // scores is the trajectory's score (a stored evaluation, else the trace's

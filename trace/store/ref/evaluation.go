@@ -17,12 +17,18 @@ type Loader interface {
 
 // LoadEvaluation decodes the evaluation report (evaluation.json) of the
 // trajectory under prefix in st into v, a value of the caller's type
-// (replay.Output: the format is replay's, not the store's). found is false
-// when there is none; a report that does not decode is an error naming it.
+// (replay.Output: the format is replay's, not the store's), or hands the
+// stream to v when it is an io.ReaderFrom (a reader that needs a small
+// part of a large report). found is false when there is none; a report
+// that does not decode is an error naming it.
 // The one reader of a stored evaluation: report, export and view call it.
 func LoadEvaluation(ctx context.Context, st Loader, prefix string, v any) (found bool, err error) {
 	key := prefix + store.EvaluationName
 	err = st.Load(ctx, key, func(r io.Reader) error {
+		if rf, ok := v.(io.ReaderFrom); ok {
+			_, err := rf.ReadFrom(r)
+			return err
+		}
 		return json.NewDecoder(r).Decode(v)
 	})
 	switch {
