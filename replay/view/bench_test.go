@@ -250,7 +250,10 @@ func evalAwait[T any](expr string) chromedp.Action[T] {
 // and the score curve) and until the summary and the curve show the
 // evaluation's score: cold is a fresh server with an empty cache folder
 // (the part index built from the trace, evaluation.json read), warm a
-// second visit, restart a new server on the cache the first one left.
+// second visit, restart a new server on the cache the first one left;
+// server-cpu-ms-cold is the processor time the server used until the cold
+// page showed the evaluation's score (the page's times stretch with the
+// machine's load, this hardly).
 // With TRAJ_BASELINE_BIN set (a traj binary built from an older commit)
 // it measures that one too, side by side: baseline-ms-cold and the ratio
 // cold/baseline-cold.
@@ -280,6 +283,9 @@ func BenchmarkFirstPaint(b *testing.B) {
 						rows, score := paintTimes(b, ctx, v.base, visit == "warm")
 						sum[bin.prefix+"ms-"+visit] += rows
 						sum[bin.prefix+"ms-score-"+visit] += score
+						if visit == "cold" {
+							sum[bin.prefix+"server-cpu-ms-cold"] += cpuMS(b, v.cmd.Process.Pid)
+						}
 					}
 					v.stop()
 					v = startView(b, bin.path, dir, cache)
@@ -298,6 +304,27 @@ func BenchmarkFirstPaint(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuMS is the processor time pid has used so far (user and system, all
+// threads): unlike the page's times it hardly depends on what else the
+// machine runs.
+func cpuMS(b *testing.B, pid int) float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name: state is the 3rd field of the line,
+	// utime and stime the 14th and 15th, in clock ticks of 10 ms.
+	_, rest, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) * 10
 }
 
 // paintTimes opens the trajectory page and returns the milliseconds until

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace/store"
@@ -140,5 +141,50 @@ func TestEvalReportBad(t *testing.T) {
 	var rep evalReport
 	if _, err := rep.ReadFrom(strings.NewReader(`{"part_evaluations": null, "test_attribution": {}, "x": [1, "]", {"a": -1.5e3}, true, null]}`)); err != nil {
 		t.Errorf("a report with empty parts: %v", err)
+	}
+}
+
+// TestEvalCacheFolder: a restarted viewer takes the evaluation's reduction
+// from the cache folder while the report keeps its size and time (so a
+// report overwritten with garbage under the same stamp still shows the
+// cached score), and reads the report again when its stamp changes.
+func TestEvalCacheFolder(t *testing.T) {
+	src := filepath.Join(sharedSample(t), store.TrajectoriesDir, "alpha")
+	dir := t.TempDir()
+	tdir := filepath.Join(dir, store.TrajectoriesDir, "alpha")
+	if err := os.CopyFS(tdir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	var first, again, changed Curve
+	_, _, c := testServer(t, Options{StoreURL: dir, CacheDir: cache})
+	c.mustGet("/api/t/alpha/curve", &first)
+	if first.Source != fromEvaluation || len(first.Marks) == 0 {
+		t.Fatalf("alpha's curve: source %q, %d marks", first.Source, len(first.Marks))
+	}
+	report := filepath.Join(tdir, store.EvaluationName)
+	fi, err := os.Stat(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(report, bytes.Repeat([]byte("x"), int(fi.Size())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(report, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, c = testServer(t, Options{StoreURL: dir, CacheDir: cache})
+	c.mustGet("/api/t/alpha/curve", &again)
+	if !reflect.DeepEqual(again, first) {
+		t.Fatalf("the restarted viewer did not show the cached evaluation: source %q", again.Source)
+	}
+	later := fi.ModTime().Add(time.Second)
+	if err := os.Chtimes(report, later, later); err != nil {
+		t.Fatal(err)
+	}
+	_, _, c = testServer(t, Options{StoreURL: dir, CacheDir: cache})
+	c.mustGet("/api/t/alpha/curve", &changed)
+	if changed.Source == fromEvaluation {
+		t.Fatal("a report whose stamp changed was not read again (its garbage would have been ignored)")
 	}
 }
