@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/trajlab/traj/replay"
 )
@@ -57,10 +58,11 @@ func (e *evalReport) read(s *jsonScan) error {
 		if err != nil {
 			return err
 		}
-		switch key {
-		case "part_evaluations":
+		// Keys match as encoding/json matches them: case folded.
+		switch {
+		case strings.EqualFold(key, "part_evaluations"):
 			err = e.readParts(s)
-		case "test_attribution":
+		case strings.EqualFold(key, "test_attribution"):
 			var raw []byte
 			if raw, err = s.value(true); err == nil {
 				err = json.Unmarshal(raw, &e.out.TestAttribution)
