@@ -41,7 +41,7 @@ export TRAJ_OPENCODE_BIN ?= $(OPENCODE_BIN)
 export TRAJ_CLAUDE_BIN ?= $(CLAUDE_BIN)
 export TRAJ_CODEX_BIN ?= $(CODEX_BIN)
 
-.PHONY: install setup build test lint bench demo stress fuzz clean tools opencode harnesses duckdb export-fixture report-png view-png chromium sandbox-debs bwrap image
+.PHONY: install setup build test lint bench demo stress fuzz clean tools opencode harnesses duckdb export-fixture view-fork-fixture report-png view-png chromium sandbox-debs bwrap image
 
 ## setup: install everything the tests and the demo need (idempotent).
 setup: tools opencode harnesses duckdb chromium sandbox-debs slurm
@@ -219,6 +219,20 @@ export-fixture: setup build
 	$(TRAJ) replay evaluate --trajectory-id demo --store "$$tmp/runs" --output "$$tmp/eval.json" && \
 	cp "$$tmp/runs/trajectories/demo/"{agent_trace.json,evaluation.json,repo.bundle} replay/export/testdata/demo/
 	$(GO) test -count=1 -run TestATIFDemo ./replay/export -update
+
+## view-fork-fixture: re-record the viewer's recorded fork (replay/view/testdata/recorded-fork):
+## the OpenCode demo as "demo-src" and a fork of it in turn 2 (FORK_PART) with fork.jsonl and a
+## prompt as "demo-fork" (it ends agent_error, exit 3, when fork.jsonl runs out).
+FORK_PART ?= 20
+view-fork-fixture: setup build
+	tmp=$$(mktemp -d /tmp/traj-fork.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(TRAJ) run --task c-compiler --model scripted/demo --script sandbox/scripted/demo/c-compiler.jsonl \
+		--max-parts 50 --timeout 30m --trajectory-id demo-src --store "$$tmp/runs" --quiet && \
+	{ $(TRAJ) run --fork demo-src --at-part $(FORK_PART) --script replay/view/testdata/recorded-fork/fork.jsonl \
+		--prompt "Hint: the fork may stop here." --max-parts 60 --store "$$tmp/runs" --trajectory-id demo-fork --quiet; \
+	  test $$? -eq 3; } && \
+	for id in demo-src demo-fork; do mkdir -p replay/view/testdata/recorded-fork/$$id && \
+		cp "$$tmp/runs/trajectories/$$id/"{agent_trace.json,repo.bundle} replay/view/testdata/recorded-fork/$$id/; done
 
 ## fuzz: each fuzz target for FUZZTIME; `make test` runs them for FUZZTIME_SHORT.
 ## A failing input is written to the package's testdata/fuzz/<target>/ and fails the run. Go

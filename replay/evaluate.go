@@ -2,6 +2,8 @@ package replay
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +50,8 @@ type Progress struct {
 	Done, Total int
 	// Cached counts trees served from the cache so far.
 	Cached int
-	// Commit is the commit just finished.
+	// Commit is the commit just finished; "" for the one report of every
+	// tree the cache served.
 	Commit string
 }
 
@@ -66,7 +70,16 @@ type EvaluateOptions struct {
 	Logger   *slog.Logger
 	// Now is the clock (for reproducible tests); nil means time.Now.
 	Now func() time.Time
+	// Previous is the inputs digest of an earlier report (its
+	// InputsDigest, after ReadReportDigest checked it): when the cache
+	// serves every tree and the digest is the same, no report is built
+	// and Evaluate returns ErrUnchanged.
+	Previous string
 }
+
+// ErrUnchanged says an evaluate would write the report it was given the
+// inputs digest of (EvaluateOptions.Previous).
+var ErrUnchanged = errors.New("evaluation unchanged")
 
 // ErrIncomplete is wrapped by Evaluate's error when some trees could not be
 // evaluated; the returned Output is still complete for the others.
@@ -137,14 +150,45 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 		}
 	}
 
-	// Cache lookups first, so only misses take a worker. They are read
-	// several at a time (thousands of small reads at 10,000 parts; a
-	// remote store's round trips overlap), then taken in plan order.
-	looked := lookupCache(ctx, cache, plan.Trees, envVersion, paths, 4*workers)
+	// Cache lookups first, so only misses take a worker: the trajectory's
+	// set first (one object), then the trees it lacks, several at a time
+	// (thousands of small reads at 10,000 parts; a remote store's round
+	// trips overlap), taken in plan order.
+	sets, _ := cache.(SetCache)
+	setName := SetName(id, envVersion, paths)
+	var set *Set
+	if sets != nil {
+		switch set, err = sets.LoadSet(ctx, setName); {
+		case err != nil:
+			logger.Warn("evaluation cache set ignored; reading the trees' entries", "err", err)
+			set = nil
+		case set != nil && (set.EnvVersion != envVersion || !slices.Equal(set.TestPaths, paths)):
+			logger.Warn("evaluation cache set ignored; reading the trees' entries", "why", "set of another environment or test paths")
+			set = nil
+		}
+	}
+	looked := lookupCache(ctx, cache, set, plan.Trees, envVersion, paths, 4*workers)
+	if opts.Previous != "" && len(plan.Unresolved) == 0 {
+		if d, ok := inputsDigest(id, opts.EnvironmentName, envVersion, paths, workers, plan, looked); ok && d == opts.Previous {
+			saveSet(ctx, sets, setName, set, plan.Trees, looked, nil, envVersion, paths, logger)
+			return nil, ErrUnchanged
+		}
+	}
 	var todo []string
 	for i, tree := range plan.Trees {
 		key := CacheKey(tree, envVersion, paths)
-		e, ok, err := looked[i].entry, looked[i].ok, looked[i].err
+		l := &looked[i]
+		if l.ok && l.set {
+			if l.entry, l.err = set.entry(tree); l.err != nil {
+				// The set's sum matched, so this is no accident: read the
+				// tree's own entry.
+				logger.Warn("evaluation cache set entry ignored", "tree", tree, "why", l.err)
+				l.set = false
+				l.entry, l.ok, l.err = cache.Get(ctx, key)
+				l.digest = l.entry.Digest
+			}
+		}
+		e, ok, err := l.entry, l.ok, l.err
 		switch {
 		case errors.Is(err, ErrBadEntry):
 			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree, "why", err)
@@ -155,13 +199,21 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 				"why", fmt.Sprintf("entry %s is for tree %s, environment %s, paths %v", key, e.Tree, e.EnvVersion, e.TestPaths))
 			ok = false
 		}
-		if ok {
+		l.ok = ok && err == nil
+		if l.ok {
 			results[tree] = &treeResult{result: e.Result, source: SourceCache, duration: time.Duration(e.DurationMs) * time.Millisecond}
-			report(plan.TreeCommit[tree], true)
+			done++
+			cached++
 			continue
 		}
 		todo = append(todo, tree)
 	}
+	if cached > 0 && opts.Progress != nil {
+		// One report for every tree the cache served (a line a tree would
+		// be 12,500 lines of a 50,000-part trajectory).
+		opts.Progress(Progress{Done: done, Total: len(plan.Trees), Cached: cached})
+	}
+	var evaluated sync.Map // tree → CacheEntry written by this evaluate
 
 	jobs := make(chan string)
 	var wg sync.WaitGroup
@@ -179,6 +231,8 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res, DurationMs: d.Milliseconds()}
 					if perr := cache.Put(ctx, CacheKey(tree, envVersion, paths), e); perr != nil {
 						logger.Warn("evaluation cache write", "tree", tree, "err", perr)
+					} else {
+						evaluated.Store(tree, e)
 					}
 				} else {
 					logger.Error("evaluate commit", "commit", commit, "err", err)
@@ -203,6 +257,7 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", id, err)
 	}
+	saveSet(ctx, sets, setName, set, plan.Trees, looked, &evaluated, envVersion, paths, logger)
 
 	out := &Output{
 		TrajectoryID:      id,
@@ -221,6 +276,9 @@ feed:
 		},
 	}
 	out.Stats.TreesEvaluated = len(plan.Trees) - cached
+	if cached == len(plan.Trees) && len(plan.Unresolved) == 0 {
+		out.InputsDigest, _ = inputsDigest(id, opts.EnvironmentName, envVersion, paths, workers, plan, looked)
+	}
 	for _, c := range plan.Commits {
 		if uerr, ok := plan.Unresolved[c]; ok {
 			out.CommitEvaluations[c] = &CommitEvaluation{Suites: map[string]SuiteResult{}, Source: SourceFailed, Error: uerr.Error(), Parts: []int{}}
@@ -296,25 +354,124 @@ type cacheLookup struct {
 	entry CacheEntry
 	ok    bool
 	err   error
+	// set says the entry is in the trajectory's set (not yet decoded:
+	// digest is the set's, entry is empty until decodeSetEntry).
+	set    bool
+	digest string
 }
 
-// lookupCache reads the cache entry of every tree, n at a time.
-func lookupCache(ctx context.Context, cache Cache, trees []string, envVersion string, paths []string, n int) []cacheLookup {
+// lookupCache finds the cache entry of every tree: in set when it holds
+// the tree, else read from the cache, n at a time.
+func lookupCache(ctx context.Context, cache Cache, set *Set, trees []string, envVersion string, paths []string, n int) []cacheLookup {
 	out := make([]cacheLookup, len(trees))
+	var missing []int
+	for i, tree := range trees {
+		if set != nil {
+			if se, ok := set.Entries[tree]; ok {
+				out[i] = cacheLookup{ok: true, set: true, digest: se.Digest}
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(n, len(trees)) {
+	for range min(n, len(missing)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(trees); i = int(next.Add(1) - 1) {
+			for j := int(next.Add(1) - 1); j < len(missing); j = int(next.Add(1) - 1) {
+				i := missing[j]
 				l := &out[i]
 				l.entry, l.ok, l.err = cache.Get(ctx, CacheKey(trees[i], envVersion, paths))
+				l.digest = l.entry.Digest
 			}
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// saveSet writes the trajectory's set again when it lacks an entry the
+// cache served or this evaluate wrote (evaluated; nil for none), so the
+// next evaluate reads one object. A set that cannot be written costs the
+// next evaluate the per-tree reads, nothing else.
+func saveSet(ctx context.Context, sets SetCache, name string, set *Set, trees []string, looked []cacheLookup, evaluated *sync.Map, envVersion string, paths []string, logger *slog.Logger) {
+	if sets == nil {
+		return
+	}
+	next := &Set{EnvVersion: envVersion, TestPaths: paths, Entries: make(map[string]SetEntry, len(trees))}
+	changed := false
+	for i, tree := range trees {
+		l := looked[i]
+		var e CacheEntry
+		switch {
+		case l.ok && l.set:
+			next.Entries[tree] = set.Entries[tree]
+			continue
+		case l.ok && l.err == nil:
+			e = l.entry
+		case evaluated != nil:
+			v, ok := evaluated.Load(tree)
+			if !ok {
+				continue
+			}
+			e = v.(CacheEntry)
+		default:
+			continue
+		}
+		added, err := next.add(e)
+		if err != nil {
+			logger.Warn("evaluation cache set", "err", err)
+			return
+		}
+		changed = changed || added
+	}
+	if !changed {
+		return
+	}
+	if err := sets.SaveSet(ctx, name, next); err != nil {
+		logger.Warn("evaluation cache set write", "err", err)
+	}
+}
+
+// inputsDigest is the digest of everything an evaluate's report is made
+// of when the cache serves every tree: the trajectory, its parts'
+// commits, their trees, each tree's cache entry (by its digest), the
+// environment and test paths, the workers. ok is false when some tree was
+// not served by the cache. Two evaluates with the same digest write the
+// same report but for its duration.
+func inputsDigest(id, envName, envVersion string, paths []string, workers int, plan *Plan, looked []cacheLookup) (string, bool) {
+	for _, l := range looked {
+		if !l.ok || l.err != nil || l.digest == "" {
+			return "", false
+		}
+	}
+	b := make([]byte, 0, 64*(len(plan.Parts)+2*len(plan.Commits)))
+	b = fmt.Appendf(b, "%s\nid %q\nenv %q %q\nworkers %d\n", outputVersion, id, envName, envVersion, workers)
+	for _, p := range paths {
+		b = fmt.Appendf(b, "path %q\n", p)
+	}
+	for _, part := range plan.Parts {
+		b = strconv.AppendInt(b, int64(part), 10)
+		b = append(b, ' ')
+		b = append(b, plan.PartCommit[part]...)
+		b = append(b, '\n')
+	}
+	for _, c := range plan.Commits {
+		b = append(b, c...)
+		b = append(b, ' ')
+		b = append(b, plan.CommitTree[c]...)
+		b = append(b, '\n')
+	}
+	for i, tree := range plan.Trees {
+		b = append(b, tree...)
+		b = append(b, ' ')
+		b = append(b, looked[i].digest...)
+		b = append(b, '\n')
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), true
 }
 
 // evaluateTree exports commit into a fresh temporary worktree, evaluates

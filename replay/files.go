@@ -53,6 +53,26 @@ func CheckOutput(path string, protected []string) error {
 	return nil
 }
 
+// CheckReportOutput is CheckOutput for evaluate's report, and reads the
+// report already at path: when it is one evaluate wrote, whole
+// (ReadReportDigest), it is no trace and its inputs digest and bytes are
+// returned (EvaluateOptions.Previous).
+func CheckReportOutput(path string, protected []string) (previous string, data []byte, err error) {
+	if previous, data = ReadReportDigest(path); previous == "" {
+		return "", nil, CheckOutput(path, protected)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("resolve output %q: %w", path, err)
+	}
+	for _, p := range protected {
+		if p != "" && inside(abs, p) {
+			return "", nil, UsageError("output %s is inside %s (a store or a trajectory's folder); write it elsewhere", abs, p)
+		}
+	}
+	return previous, data, nil
+}
+
 // isTrace reports whether the file at path is a trace: a JSON object
 // with a top-level "turns" key. The keys before "turns" are a trace's
 // small header, so only they are read.

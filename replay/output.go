@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -29,7 +31,21 @@ type Output struct {
 	Environment EnvironmentRef `json:"environment"`
 	TestPaths   []string       `json:"test_paths"`
 	Stats       Stats          `json:"stats"`
+	// InputsDigest, set when the cache served every tree, is the digest of
+	// what the report is made of (EvaluateOptions.Previous): an evaluate
+	// with the same one leaves the report as it is.
+	InputsDigest string `json:"inputs_digest,omitempty"`
+	// Sum is the CRC-32C of the report's bytes before it ("crc32c:…"),
+	// written with InputsDigest (ReadReportDigest checks it): a report cut
+	// or changed after it was written is built again. A CRC, as the part
+	// index's, because the report is large (24 MB at 50,000 parts): it
+	// guards against accidents and edits; nothing in the cache is signed.
+	Sum string `json:"sum,omitempty"`
 }
+
+// outputVersion changes when what a report is made of changes: it starts
+// the inputs digest.
+const outputVersion = "traj-evaluation-v1"
 
 // EnvironmentRef identifies the environment that produced the results.
 type EnvironmentRef struct {
@@ -150,7 +166,48 @@ func (m *PartMap[T]) UnmarshalJSON(data []byte) error {
 // as they are encoded and each distinct value encoded once (indenting the
 // whole encoding again took a fifth of a cached evaluate at 10,000 parts).
 func (o *Output) marshalIndent() ([]byte, error) {
+	data, err := o.marshalParts()
+	if err != nil || o.InputsDigest == "" {
+		return data, err
+	}
+	// data ends "\n}": the sum of what comes before goes last.
+	body := data[:len(data)-2]
+	return fmt.Appendf(body[:len(body):len(body)], "%s%08x\"\n}", sumField, crc32.Checksum(body, castagnoli)), nil
+}
+
+// sumField starts the last field of a report with an InputsDigest.
+const sumField = ",\n  \"sum\": \"crc32c:"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ReadReportDigest reads the report at path and returns its InputsDigest
+// and bytes when it has one and its Sum matches its bytes; "" when it is
+// missing, has none, or was changed after it was written.
+func ReadReportDigest(path string) (string, []byte) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil
+	}
+	const inputsField = "\"inputs_digest\": \""
+	tail := len(sumField) + 8 + len("\"\n}\n")
+	if len(data) < tail+len(inputsField)+65 {
+		return "", nil
+	}
+	body, end := data[:len(data)-tail], data[len(data)-tail:]
+	if string(end) != fmt.Sprintf("%s%08x\"\n}\n", sumField, crc32.Checksum(body, castagnoli)) {
+		return "", nil
+	}
+	in := body[len(body)-len(inputsField)-65:]
+	if !bytes.HasPrefix(in, []byte(inputsField)) || in[len(in)-1] != '"' {
+		return "", nil
+	}
+	return string(in[len(inputsField) : len(in)-1]), data
+}
+
+// marshalParts is marshalIndent without the digest.
+func (o *Output) marshalParts() ([]byte, error) {
 	rest := *o
+	rest.Sum = ""
 	rest.PartToCommit, rest.PartEvaluations = nil, nil
 	data, err := json.MarshalIndent(&rest, "", "  ")
 	if err != nil {

@@ -15,6 +15,13 @@ type TreeResolver interface {
 	Tree(ctx context.Context, commit string) (string, error)
 }
 
+// TreesResolver resolves many commits at once, more cheaply than one at a
+// time (githistory reads the bundles' commits in one pass); errs holds why
+// a commit's tree could not be read.
+type TreesResolver interface {
+	Trees(ctx context.Context, commits []string) (trees map[string]string, errs map[string]error)
+}
+
 // Plan maps parts to commits and commits to distinct trees: the work an
 // evaluation has to do.
 type Plan struct {
@@ -134,9 +141,30 @@ func NewPlanParts(ctx context.Context, parts []int, partCommit map[int]string, t
 	p := &Plan{
 		Parts:      parts,
 		PartCommit: partCommit,
-		CommitTree: make(map[string]string),
-		TreeCommit: make(map[string]string),
+		CommitTree: make(map[string]string, len(parts)/2),
+		TreeCommit: make(map[string]string, len(parts)/2),
 		Unresolved: make(map[string]error),
+	}
+	tree := trees.Tree
+	if batch, ok := trees.(TreesResolver); ok {
+		var commits []string
+		seen := make(map[string]bool, len(parts)/2)
+		for _, part := range parts {
+			if c := partCommit[part]; !seen[c] {
+				seen[c] = true
+				commits = append(commits, c)
+			}
+		}
+		got, errs := batch.Trees(ctx, commits)
+		tree = func(_ context.Context, c string) (string, error) {
+			if t, ok := got[c]; ok {
+				return t, nil
+			}
+			if err := errs[c]; err != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("commit %s: not resolved", c)
+		}
 	}
 	for _, part := range parts {
 		c := partCommit[part]
@@ -146,7 +174,7 @@ func NewPlanParts(ctx context.Context, parts []int, partCommit map[int]string, t
 		if _, seen := p.Unresolved[c]; seen {
 			continue
 		}
-		tree, err := trees.Tree(ctx, c)
+		tree, err := tree(ctx, c)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, cerr

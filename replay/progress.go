@@ -33,7 +33,11 @@ func (b *ProgressBar) Tree(p Progress) {
 	defer b.mu.Unlock()
 	b.last = p
 	if !b.tty {
-		fmt.Fprintf(b.w, "evaluate: %d/%d trees (%d cached) %s commit %s\n", p.Done, p.Total, p.Cached, b.elapsed(), short(p.Commit))
+		what := "commit " + short(p.Commit)
+		if p.Commit == "" {
+			what = "served by the cache"
+		}
+		fmt.Fprintf(b.w, "evaluate: %d/%d trees (%d cached) %s %s\n", p.Done, p.Total, p.Cached, b.elapsed(), what)
 		return
 	}
 	b.draw()

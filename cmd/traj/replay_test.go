@@ -159,9 +159,12 @@ func TestReplayCommands(t *testing.T) {
 		if a := ev.TestAttribution["basics/control_flow/for_loop.c"]; a == nil || *a.FirstPassPart != 3 || a.BrokenAt[0] != 5 || a.FixedAt[0] != 8 {
 			t.Fatalf("attribution %+v", a)
 		}
-		entries, _ := os.ReadDir(filepath.Join(st, "evalcache"))
+		entries, _ := filepath.Glob(filepath.Join(st, "evalcache", "*.json"))
 		if len(entries) != 6 {
 			t.Fatalf("store holds %d cache entries, want 6", len(entries))
+		}
+		if sets, _ := filepath.Glob(filepath.Join(st, "evalcache", "sets", "*.set")); len(sets) != 1 {
+			t.Fatalf("store holds %d evaluation cache sets, want the trajectory's", len(sets))
 		}
 		if _, err := os.Stat(filepath.Join(st, filepath.FromSlash(store.EvaluationKey(tj.ID)))); err != nil {
 			t.Fatal("evaluation report not kept in the store")
@@ -181,6 +184,26 @@ func TestReplayCommands(t *testing.T) {
 			t.Fatalf("second evaluate stats %+v", ev2.Stats)
 		}
 		t.Logf("evaluate: first %v, second (cache) %v", first, second)
+		// A third into the same file: the cache serves every tree, the
+		// inputs are the same, the report is left as it is (and kept in
+		// the store as it is).
+		kept := filepath.Join(st, filepath.FromSlash(store.EvaluationKey(tj.ID)))
+		os.Remove(kept)
+		code, _, errOut = traj(t, append(args, "--output", out2)...)
+		if again, _ := os.ReadFile(out2); code != 0 || !strings.Contains(errOut, "unchanged") || !bytes.Equal(again, data) {
+			t.Fatalf("third evaluate: code %d, report the same %v\n%s", code, bytes.Equal(again, data), errOut)
+		}
+		if stored, _ := os.ReadFile(kept); !bytes.Equal(stored, data) {
+			t.Fatal("the unchanged report is not kept beside the trajectory")
+		}
+		// A report changed by hand is built again.
+		os.WriteFile(out2, bytes.Replace(data, []byte(`"cache_hits": 6`), []byte(`"cache_hits": 60`), 1), 0o644)
+		code, _, errOut = traj(t, append(args, "--output", out2)...)
+		var ev3 replay.Output
+		again, _ := os.ReadFile(out2)
+		if err := json.Unmarshal(again, &ev3); code != 0 || err != nil || strings.Contains(errOut, "unchanged") || ev3.Stats.CacheHits != 6 || ev3.InputsDigest != ev2.InputsDigest || ev3.InputsDigest == "" {
+			t.Fatalf("evaluate over an edited report: code %d, %+v\n%s", code, ev3.Stats, errOut)
+		}
 
 		page, _ := os.ReadFile(html)
 		for _, want := range []string{"<svg", "pass rate by part", "Regressions", "basics/control_flow/for_loop.c"} {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,31 +31,83 @@ import (
 // bundles read in order. It is safe for concurrent use. Close removes its
 // temp folder.
 type History struct {
-	refs map[string]string
-	dir  string // temp folder holding the bare repository
+	paths []string // the bundles, in order
 
-	mu   sync.Mutex
-	repo *gitstate.Repo   // the bare repository (nil once closed)
-	free []*gitstate.Repo // idle handles of it, one per concurrent caller
+	mu      sync.Mutex
+	opened  bool
+	openErr error
+	refs    map[string]string
+	dir     string           // temp folder holding the bare repository
+	repo    *gitstate.Repo   // the bare repository (nil until opened, and once closed)
+	free    []*gitstate.Repo // idle handles of it, one per concurrent caller
+	closed  bool
 }
 
 // Open reads the bundles at paths, in order: one full bundle, or a chain
 // of incremental bundles each needing the ones before. The bare repository
 // is made in a temp folder.
 func Open(ctx context.Context, paths ...string) (*History, error) {
+	h, err := OpenLazy(paths...)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.open(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// OpenLazy is Open that reads the bundles only when a method first needs
+// the whole history: Trees may answer from the bundles' leading commits
+// alone (a cached evaluate), and a command that needs nothing more never
+// pays for indexing the packs. A damaged bundle is reported by that
+// first method.
+func OpenLazy(paths ...string) (*History, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("open history: no bundles given")
 	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("read bundle: %w", err)
+		}
+	}
+	return &History{paths: paths}, nil
+}
+
+// Opened reports whether the bundles were read whole (OpenLazy's
+// history reads them only when it must).
+func (h *History) Opened() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.opened
+}
+
+// open reads the bundles into the bare repository, once.
+func (h *History) open(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return errors.New("history closed")
+	}
+	if !h.opened {
+		h.opened = true
+		h.openErr = h.read(ctx)
+	}
+	return h.openErr
+}
+
+// read does open's work under the lock.
+func (h *History) read(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "traj-history-*")
 	if err != nil {
-		return nil, fmt.Errorf("open history: %w", err)
+		return fmt.Errorf("open history: %w", err)
 	}
 	var readers []io.Reader
-	for _, p := range paths {
+	for _, p := range h.paths {
 		f, err := os.Open(p)
 		if err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("read bundle: %w", err)
+			return fmt.Errorf("read bundle: %w", err)
 		}
 		defer f.Close()
 		readers = append(readers, f)
@@ -62,7 +115,7 @@ func Open(ctx context.Context, paths ...string) (*History, error) {
 	repo, err := gitstate.FromBundles(ctx, filepath.Join(dir, "repo.git"), readers...)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
 	// Handles keep the packs open (they never change here): a lookup is
 	// then a read, not an open, a read and a close of the pack. The first
@@ -70,28 +123,87 @@ func Open(ctx context.Context, paths ...string) (*History, error) {
 	first, err := gitstate.Open(ctx, repo.GitDir(), "", gitstate.Options{KeepPacksOpen: true})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open history: %w", err)
+		return fmt.Errorf("open history: %w", err)
 	}
-	h := &History{refs: map[string]string{}, dir: dir, repo: repo, free: []*gitstate.Repo{first}}
+	refs := map[string]string{}
 	iter, err := repo.Storage().IterReferences()
 	if err != nil {
+		first.Close()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open history: %w", err)
+		return fmt.Errorf("open history: %w", err)
 	}
 	_ = iter.ForEach(func(ref *plumbing.Reference) error {
 		if ref.Type() == plumbing.HashReference {
-			h.refs[ref.Name().String()] = ref.Hash().String()
+			refs[ref.Name().String()] = ref.Hash().String()
 		}
 		return nil
 	})
 	if head, err := repo.Head(); err == nil {
-		h.refs[plumbing.HEAD.String()] = head.String()
+		refs[plumbing.HEAD.String()] = head.String()
 	}
-	return h, nil
+	h.refs, h.dir, h.repo, h.free = refs, dir, repo, []*gitstate.Repo{first}
+	return nil
 }
 
-// Refs returns the bundles' references (name → commit).
-func (h *History) Refs() map[string]string { return h.refs }
+// Trees returns the tree of each of commits, and why for those whose tree
+// could not be read (a commit the bundles lack). It reads the commits at
+// the head of each bundle's pack first (gitstate.BundleCommitTrees: each
+// commit's id checked against its bytes, no index of the pack built) and
+// opens the whole history only for commits not found there.
+func (h *History) Trees(ctx context.Context, commits []string) (map[string]string, map[string]error) {
+	trees := make(map[string]string, len(commits))
+	var lead map[plumbing.Hash]plumbing.Hash
+	for _, p := range h.paths {
+		m, err := leadingCommits(p)
+		if err != nil {
+			lead = nil // the whole read says what is wrong
+			break
+		}
+		if lead == nil {
+			lead = m
+		} else {
+			maps.Copy(lead, m)
+		}
+	}
+	errs := map[string]error{}
+	for _, c := range commits {
+		if _, done := trees[c]; done {
+			continue
+		}
+		if plumbing.IsHash(c) {
+			if t, ok := lead[plumbing.NewHash(c)]; ok {
+				trees[c] = t.String()
+				continue
+			}
+		}
+		t, err := h.Tree(ctx, c)
+		if err != nil {
+			errs[c] = err
+			continue
+		}
+		trees[c] = t
+	}
+	return trees, errs
+}
+
+// leadingCommits is gitstate.BundleCommitTrees of the bundle at path.
+func leadingCommits(path string) (map[plumbing.Hash]plumbing.Hash, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return gitstate.BundleCommitTrees(f)
+}
+
+// Refs returns the bundles' references (name → commit); none when the
+// bundles cannot be read.
+func (h *History) Refs() map[string]string {
+	if err := h.open(context.Background()); err != nil {
+		return map[string]string{}
+	}
+	return h.refs
+}
 
 // commit reads commit under the lock.
 func (h *History) commit(hash string) (*object.Commit, error) {
@@ -171,6 +283,9 @@ func (h *History) Export(ctx context.Context, commit, dir string) error {
 // (gitstate.Repo is not safe for concurrent use, so each caller has its
 // own).
 func (h *History) get(ctx context.Context) (*gitstate.Repo, error) {
+	if err := h.open(ctx); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.repo == nil {
@@ -198,6 +313,7 @@ func (h *History) put(r *gitstate.Repo) {
 func (h *History) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed = true
 	for _, r := range h.free {
 		r.Close()
 	}

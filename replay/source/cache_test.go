@@ -90,9 +90,23 @@ func TestEvaluateIgnoresTamperedCacheEntries(t *testing.T) {
 	// Garbage.
 	write(files[3], "{not json")
 
+	// The trajectory's set holds its own copy of the entries: the
+	// tampered files are not read, the scores are the true ones.
+	viaSet := &countingEnv{Evaluator: replaytest.TinyEnv{}}
+	got, err := replay.Evaluate(ctx, tj.Trace, h, viaSet, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := viaSet.calls.Load(); n != 0 || got.Stats.CacheHits != 6 || !reflect.DeepEqual(got.PartEvaluations, want.PartEvaluations) {
+		t.Fatalf("with the set: %d evaluations, %d cache hits, same results %v", n, got.Stats.CacheHits, reflect.DeepEqual(got.PartEvaluations, want.PartEvaluations))
+	}
+	// Without it, every tree's entry is read and checked.
+	if err := os.RemoveAll(filepath.Join(dir, "evalcache", "sets")); err != nil {
+		t.Fatal(err)
+	}
 	logs.Reset()
 	ev := &countingEnv{Evaluator: replaytest.TinyEnv{}}
-	got, err := replay.Evaluate(ctx, tj.Trace, h, ev, opts)
+	got, err = replay.Evaluate(ctx, tj.Trace, h, ev, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

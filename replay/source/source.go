@@ -8,6 +8,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,18 @@ type Request struct {
 	CacheDir string
 	// Read says how much of the trace Open reads (default: all of it).
 	Read TraceRead
+	// LazyHistory leaves the bundles unread until the history is first
+	// used (githistory.OpenLazy): a cached evaluate resolves its trees from
+	// the bundles' commits and never indexes the packs.
+	LazyHistory bool
+}
+
+// openHistory opens the bundles at paths as r says.
+func (r Request) openHistory(ctx context.Context, paths ...string) (*githistory.History, error) {
+	if r.LazyHistory {
+		return githistory.OpenLazy(paths...)
+	}
+	return githistory.Open(ctx, paths...)
 }
 
 // TraceRead says how much of the trace Open reads into Trajectory.Trace.
@@ -136,6 +149,24 @@ func (t *Trajectory) SaveEvaluation(ctx context.Context, data []byte) error {
 	return nil
 }
 
+// SaveEvaluationUnlessSame is SaveEvaluation when the report kept beside
+// the trajectory is not data already.
+func (t *Trajectory) SaveEvaluationUnlessSame(ctx context.Context, data []byte) error {
+	if t.evalStore == nil {
+		return nil
+	}
+	same := false
+	err := t.evalStore.Load(ctx, t.evalKey, func(r io.Reader) error {
+		kept, err := io.ReadAll(r)
+		same = err == nil && bytes.Equal(kept, data)
+		return err
+	})
+	if err == nil && same {
+		return nil
+	}
+	return t.SaveEvaluation(ctx, data)
+}
+
 // Open resolves req.
 func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	if req.TracePath != "" || req.BundlePath != "" {
@@ -174,7 +205,7 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (the full bundle is written when the run ends; history/ bundles after each checkpoint)", err)
 	}
-	if t.History, err = githistory.Open(ctx, bundles...); err != nil {
+	if t.History, err = req.openHistory(ctx, bundles...); err != nil {
 		return nil, err
 	}
 	if lp, ok := store.AsLocal(rt.Store); ok {
@@ -205,7 +236,7 @@ func openFiles(ctx context.Context, req Request) (*Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := githistory.Open(ctx, req.BundlePath)
+	h, err := req.openHistory(ctx, req.BundlePath)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +274,8 @@ func (t *Trajectory) protectStore(storeURL string) {
 
 // Cache returns the evaluation cache kept in st at store.EvalCacheKey.
 func Cache(st store.Store) replay.Cache {
-	return &replay.BlobCache{Blobs: blobs{st}, KeyFunc: store.EvalCacheKey, IsNotFound: func(err error) bool { return errors.Is(err, store.ErrNotFound) }}
+	return &replay.BlobCache{Blobs: blobs{st}, KeyFunc: store.EvalCacheKey, SetKeyFunc: store.EvalCacheSetKey,
+		IsNotFound: func(err error) bool { return errors.Is(err, store.ErrNotFound) }}
 }
 
 // blobs adapts a store.Store to replay.Blobs.

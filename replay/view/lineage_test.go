@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -181,7 +182,7 @@ func TestBrowserLineage(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#lineage a.lineage-compare`)),
 		chromedp.WaitVisible(chromedp.CSS(`#compare-summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`#compare-curve .fork-mark`)))
-	compareChecks(t, ctx, "fork and source")
+	compareChecks(t, ctx, "fork and source", "fork", "src", forkPoint)
 
 	run(t, ctx, "compare the fork alone",
 		chromedp.Navigate(base+"/#/t/src"),
@@ -189,7 +190,7 @@ func TestBrowserLineage(t *testing.T) {
 		chromedp.Navigate(base+"/#/compare?ids=fork"),
 		chromedp.WaitVisible(chromedp.CSS(`#compare-summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`#compare-curve .fork-mark`)))
-	compareChecks(t, ctx, "fork alone")
+	compareChecks(t, ctx, "fork alone", "fork", "src", forkPoint)
 	if s := text(t, ctx, `#compare-summary`); !strings.Contains(s, "shown as the source of fork") {
 		t.Errorf("the compare page does not say why src is shown:\n%s", s)
 	}
@@ -205,19 +206,19 @@ func TestBrowserLineage(t *testing.T) {
 // compareChecks reads the compare page's SVG: two lines (the source's and
 // the fork's), the fork's starting at the fork mark and never left of it,
 // the source's from part 1, and the readout naming both.
-func compareChecks(t *testing.T, ctx context.Context, what string) {
+func compareChecks(t *testing.T, ctx context.Context, what, forkID, srcID string, at int) {
 	t.Helper()
-	got := js[map[string]any](t, ctx, `(() => {
+	got := js[map[string]any](t, ctx, fmt.Sprintf(`((forkID, srcID) => {
 		const c = document.querySelector("#compare-curve");
 		const p = (id) => { const e = c.querySelector('path.line[data-id="' + id + '"]'); return e ? e.getAttribute("d") : ""; };
 		const m = c.querySelector(".fork-mark");
-		return {lines: c.querySelectorAll("path.line").length, marks: c.querySelectorAll(".fork-mark").length, fork: p("fork"), src: p("src"),
-			srcDash: (c.querySelector('path.line[data-id="src"]') || {getAttribute: () => ""}).getAttribute("stroke-dasharray"),
+		return {lines: c.querySelectorAll("path.line").length, marks: c.querySelectorAll(".fork-mark").length, fork: p(forkID), src: p(srcID),
+			srcDash: (c.querySelector('path.line[data-id="' + srcID + '"]') || {getAttribute: () => ""}).getAttribute("stroke-dasharray"),
 			part: m.dataset.part, markX: parseFloat(m.querySelector("line").getAttribute("x1")),
 			legend: c.querySelector(".legend").textContent};
-	})()`)
-	if got["lines"].(float64) != 2 || got["marks"].(float64) != 1 || got["part"] != "8" {
-		t.Fatalf("%s: %v lines, %v fork marks at part %v; want 2 lines, 1 mark at 8", what, got["lines"], got["marks"], got["part"])
+	})(%q, %q)`, forkID, srcID))
+	if got["lines"].(float64) != 2 || got["marks"].(float64) != 1 || got["part"] != fmt.Sprint(at) {
+		t.Fatalf("%s: %v lines, %v fork marks at part %v; want 2 lines, 1 mark at %d", what, got["lines"], got["marks"], got["part"], at)
 	}
 	xs := func(d string) []float64 {
 		var out []float64
@@ -247,7 +248,8 @@ func compareChecks(t *testing.T, ctx context.Context, what string) {
 		t.Errorf("%s: the source's line is not dashed (%v)", what, got["srcDash"])
 	}
 	legend := got["legend"].(string)
-	for _, want := range []string{"fork (fork of src at part 8)", "src (source)"} {
+	forkName, srcName := fmt.Sprintf("%s (fork of %s at part %d)", forkID, srcID, at), srcID+" (source)"
+	for _, want := range []string{forkName, srcName} {
 		if !strings.Contains(legend, want) {
 			t.Errorf("%s: the legend lacks %q: %s", what, want, legend)
 		}
@@ -255,7 +257,7 @@ func compareChecks(t *testing.T, ctx context.Context, what string) {
 	hover := `(() => { const c = document.querySelector("#compare-curve"), s = c.querySelector(".surface"), r = s.getBoundingClientRect();
 		s.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: r.left + r.width * 0.9, clientY: r.top + r.height / 2}));
 		return c.querySelector(".readout").textContent; })()`
-	if ro := js[string](t, ctx, hover); !strings.Contains(ro, "fork (fork of src at part 8) ") || !strings.Contains(ro, "src (source) ") || !strings.Contains(ro, "%") {
+	if ro := js[string](t, ctx, hover); !strings.Contains(ro, forkName+" ") || !strings.Contains(ro, srcName+" ") || !strings.Contains(ro, "%") {
 		t.Errorf("%s: hover readout %q", what, ro)
 	}
 	noOverflow(t, ctx, "compare page ("+what+")")

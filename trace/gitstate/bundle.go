@@ -227,7 +227,7 @@ func bundleObjects(ctx context.Context, st storer.EncodedObjectStorer, refs []Bu
 			if err != nil {
 				return nil, fmt.Errorf("decode commit %s: %w", h, err)
 			}
-			out = append(out, packItem{hash: h})
+			out = append(out, packItem{hash: h, commit: true})
 			if err := walkTree(ctx, st, c.TreeHash, "", have, add); err != nil {
 				return nil, err
 			}

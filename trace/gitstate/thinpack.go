@@ -24,6 +24,31 @@ type packItem struct {
 	// root tree); tree says the item is a tree or blob at all.
 	path string
 	tree bool
+	// commit says the item is a commit: packs put commits first, as git
+	// does, so BundleCommitTrees reads them without the rest.
+	commit bool
+}
+
+// packOrder is the order items are written in: the commits first (newest
+// first, as listed), then the other objects, in order or, with reversed,
+// oldest first.
+func packOrder(items []packItem, reversed bool) []int {
+	order := make([]int, 0, len(items))
+	for i, it := range items {
+		if it.commit {
+			order = append(order, i)
+		}
+	}
+	for k := range items {
+		i := k
+		if reversed {
+			i = len(items) - 1 - k
+		}
+		if !items[i].commit {
+			order = append(order, i)
+		}
+	}
+	return order
 }
 
 // writeThinPack writes a pack in which an object with a base becomes a
@@ -40,7 +65,8 @@ func writeThinPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writ
 		return err
 	}
 	zw := zlib.NewWriter(nil)
-	for _, it := range items {
+	for _, i := range packOrder(items, false) {
+		it := items[i]
 		// A large object is streamed whole, as in full packs: never a
 		// delta, so readers never build one this large (maxDeltaObject).
 		typ, data, streamed, err := packObject(ctx, st, mw, zw, it.hash)
@@ -129,8 +155,8 @@ func writeEntryHeader(w io.Writer, t plumbing.ObjectType, size int) error {
 const maxDeltaDepth = 50
 
 // writeFullPack writes a self-contained pack of items (newest commit
-// first, as bundleObjects lists them). Objects are written oldest first
-// and each tree or blob is stored as an OFS_DELTA against the previous
+// first, as bundleObjects lists them). The commits come first; the other
+// objects are written oldest first and each tree or blob is stored as an OFS_DELTA against the previous
 // version at the same path when that pays: the way git groups deltas by
 // path, which go-git's encoder (sorting by type and size only) cannot, and
 // why its packs were ~2.5x git's.
@@ -149,7 +175,7 @@ func writeFullPack(ctx context.Context, st storer.EncodedObjectStorer, w io.Writ
 	}
 	last := map[string]*version{} // path -> the version written last
 	zw := zlib.NewWriter(nil)
-	for i := len(items) - 1; i >= 0; i-- {
+	for _, i := range packOrder(items, true) {
 		it := items[i]
 		offset := cw.n
 		// A large object is streamed whole, never held: a delta would

@@ -124,6 +124,10 @@ func ExperimentKey(name string) string { return ExperimentsDir + name + "/experi
 // EvalCacheKey is a cached evaluation result; key is a content digest.
 func EvalCacheKey(key string) string { return EvalCacheDir + key + ".json" }
 
+// EvalCacheSetKey is a set of cached evaluation results (one trajectory's
+// trees, read in one object); name is a digest (replay.SetName).
+func EvalCacheSetKey(name string) string { return EvalCacheDir + "sets/" + name + ".set" }
+
 // ProbeKey is the object `traj run` writes and removes before recording
 // trajectory id, to learn that the store accepts writes. It sits outside
 // trajectories/ so a probe left behind never looks like a trajectory.
