@@ -77,6 +77,7 @@ func All() []Harness {
 			},
 			SecretFiles: none,
 			Read:        func(v string) agent.Reader { return claudecode.Reader{Version: v} },
+			Varying:     claudecode.VaryingRequest,
 		},
 		{
 			Name:   codex.HarnessName,
@@ -87,6 +88,7 @@ func All() []Harness {
 			},
 			SecretFiles: none,
 			Read:        func(v string) agent.Reader { return codex.Reader{Version: v} },
+			Varying:     codex.VaryingRequest,
 		},
 	}
 }
