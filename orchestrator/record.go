@@ -18,6 +18,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -158,6 +159,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Parts:    func() int { return int(partsSoFar.Load()) },
 		Playback: opts.playback(),
 		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
+	responseTools := &engine.ResponseTools{}
+	lspec.OnModelResponse = responseTools.Announce
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
 		lspec.ForkAt, lspec.SourceModel = opts.Rerun.ForkAt, opts.Rerun.SourceModel
@@ -219,7 +222,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		StallTimeout: opts.StallTimeout, PromptBefore: forkPrompt(opts),
 		Now: opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
-		GatewayCalls: ledger,
+		GatewayCalls: ledger, ResponseTools: lateToolEvents(ag.Harness, responseTools),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -441,4 +444,13 @@ func (c partCounter) Report(ev progress.Event) {
 	if ev.Type == progress.PartDone {
 		c.n.Store(int64(ev.Part))
 	}
+}
+
+// lateToolEvents is rt when harness name may report a response's tool
+// calls one after the other though they ran side by side, else nil.
+func lateToolEvents(name string, rt *engine.ResponseTools) *engine.ResponseTools {
+	if h, err := harness.Lookup(name); err == nil && h.LateToolEvents {
+		return rt
+	}
+	return nil
 }

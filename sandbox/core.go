@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/trajlab/traj/sandbox/xec"
 	"github.com/trajlab/traj/trace/gitstate"
@@ -106,7 +107,12 @@ func initWorkspace(ctx context.Context, ws string) error {
 	if ents, err := os.ReadDir(ws); err == nil && len(ents) > 0 {
 		return nil
 	}
-	if _, err := gitstate.Init(ctx, filepath.Join(ws, ".git"), ws, gitstate.Options{}); err != nil {
+	// A fixed commit time: the harnesses show the agent its repository's
+	// latest commit (Claude Code's "Recent commits", Codex's
+	// latest_git_commit_hash), so a time-stamped hash made every model
+	// request of a rerun differ from its source's.
+	epoch := func() time.Time { return time.Unix(0, 0).UTC() }
+	if _, err := gitstate.Init(ctx, filepath.Join(ws, ".git"), ws, gitstate.Options{Now: epoch}); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil

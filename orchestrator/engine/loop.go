@@ -68,6 +68,10 @@ type LoopConfig struct {
 	// GatewayCalls, when set, is the tool gateway's ledger: calls no
 	// harness part carries are recorded in gateway_calls.
 	GatewayCalls GatewayCalls
+	// ResponseTools, when set, counts each model response's tool calls
+	// from the model gateway: a tool part's checkpoint is deferred while
+	// more of them are to come (harness.Harness.LateToolEvents).
+	ResponseTools *ResponseTools
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -512,8 +516,12 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 	ctx = context.WithoutCancel(ctx)
 	n := l.parts + 1
 	rc := trace.RepoCheckpoint{CommitBefore: l.head, CommitAfter: l.head, ChangedFiles: []string{}}
+	more := false
+	if l.cfg.ResponseTools != nil && p.part.Kind == agent.KindTool {
+		more = l.cfg.ResponseTools.take()
+	}
 	switch {
-	case l.head != "" && p.part.Kind.ChangesFiles() && l.capture.toolBeside(p):
+	case l.head != "" && p.part.Kind.ChangesFiles() && (more || l.capture.toolBeside(p)):
 		rc.Deferred = true
 	case l.head == "" || p.part.Kind.ChangesFiles():
 		var err error

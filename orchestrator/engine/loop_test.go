@@ -45,6 +45,8 @@ type harness struct {
 	// (nil: none).
 	gateway engine.GatewayCalls
 	full    func(string) ([]byte, bool)
+	// responseTools counts a response's tool calls (nil: not counted).
+	responseTools *engine.ResponseTools
 }
 
 func (h *harness) Report(ev progress.Event) { h.events = append(h.events, ev) }
@@ -87,7 +89,7 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 	root := h.b.Session(h.root, "")
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: h.root, RootSession: *root.Event.Session,
 		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second, StallTimeout: h.stall,
-		GatewayCalls: h.gateway, FullToolResult: h.full}, agent, repo, w, h.pub, h)
+		GatewayCalls: h.gateway, FullToolResult: h.full, ResponseTools: h.responseTools}, agent, repo, w, h.pub, h)
 	out, err := loop.Run(ctx)
 	if err != nil {
 		h.t.Fatalf("loop: %v", err)
@@ -687,9 +689,18 @@ func TestLoopSideBySideToolsShareACheckpoint(t *testing.T) {
 		name string
 		// writeFirst: the write completes before the todo list.
 		writeFirst bool
-	}{{"todo completes while the write runs", false}, {"write completes first", true}} {
+		// late: the harness reports the write only after the todo list
+		// completed, its file already written (Codex); the model gateway
+		// counted the response's two tool calls.
+		late bool
+	}{{"todo completes while the write runs", false, false}, {"write completes first", true, false},
+		{"write reported after the todo completed", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
+			if tc.late {
+				h.responseTools = &engine.ResponseTools{}
+				h.responseTools.Announce(2)
+			}
 			b, root := h.b, h.root
 			m, it := b.Message(root, "assistant")
 			turn := agenttest.Turn{it, b.CallStart(root, m)}
@@ -698,10 +709,16 @@ func TestLoopSideBySideToolsShareACheckpoint(t *testing.T) {
 			write := b.Tool(root, m, "write", map[string]any{"filePath": "main.c"}, "wrote")
 			// The file is on disk as soon as the write runs.
 			write[1].Before = h.write("main.c", "int main(void) { return 0; }\n")
-			turn = append(turn, todo[0], write[0], todo[1], write[1])
-			if tc.writeFirst {
+			switch {
+			case tc.late:
+				todo[2].Before = h.write("main.c", "int main(void) { return 0; }\n")
+				write[1].Before = nil
+				turn = append(turn, todo[0], todo[1], todo[2], write[0], write[1], write[2])
+			case tc.writeFirst:
+				turn = append(turn, todo[0], write[0], todo[1], write[1])
 				turn = append(turn, write[2], todo[2])
-			} else {
+			default:
+				turn = append(turn, todo[0], write[0], todo[1], write[1])
 				turn = append(turn, todo[2], write[2])
 			}
 			turn = append(turn, b.CallFinish(root, m, 10, 2, 0.01))

@@ -63,9 +63,11 @@ type answer struct {
 // AnswerVarying matches what differs from run to run in a run_tests
 // answer as a harness sends it back to its model (a JSON string inside
 // the request, its quotes escaped once or more): when it ran, how long it
-// took or waited, the gateway's id of the call. A rerun compares model
-// requests with these blanked (sandbox/playback, replay/rerun).
-var AnswerVarying = regexp.MustCompile(`\\+"(?:timestamp|duration_ms|tool_call_id|waited_ms|waited)\\+":(?:\\+"[^"\\]*\\+"|[0-9]+)`)
+// took or waited, the gateway's id of the call, and the exit status of
+// the evaluation's controls, drawn anew for each evaluation (a voided
+// suite's reason names it). A rerun compares model requests with these
+// blanked (sandbox/playback, replay/rerun).
+var AnswerVarying = regexp.MustCompile(`\\+"(?:timestamp|duration_ms|tool_call_id|waited_ms|waited)\\+":(?:\\+"[^"\\]*\\+"|[0-9]+)|expected to exit [0-9]+`)
 
 // waitNote is how long a call must wait before its answer says so.
 const waitNote = 100 * time.Millisecond

@@ -51,7 +51,9 @@ type endpointSpec struct {
 	MaxCost   float64
 	Price     *agent.Price
 	Parts     func() int
-	Logger    *slog.Logger
+	// OnResponse: model.Options.OnResponse.
+	OnResponse func(toolCalls int)
+	Logger     *slog.Logger
 }
 
 // modelEndpoint is the model side of a running trajectory: the model
@@ -183,7 +185,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	token := "traj-" + randomHex()
 	ep.Secrets = append(ep.Secrets, token)
 	opts := model.Options{Upstream: upstream, APIKey: key, Token: token, Price: spec.Price, Varying: spec.Varying,
-		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Parts: spec.Parts, Logger: spec.Logger}
+		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Parts: spec.Parts, OnResponse: spec.OnResponse, Logger: spec.Logger}
 	if record != nil {
 		opts.Record = record
 	}

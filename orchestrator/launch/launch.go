@@ -72,6 +72,9 @@ type Spec struct {
 	Price     *agent.Price
 	// Parts reports how many parts the trace holds (for the record).
 	Parts func() int
+	// OnModelResponse is told each model response's tool call count
+	// (model.Options.OnResponse).
+	OnModelResponse func(toolCalls int)
 	// Tools are served to the agent through the tool gateway (run_tests
 	// on an evaluation sandbox); the harness loads the stub as its tests
 	// MCP server. None: no tests MCP server.
@@ -119,7 +122,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
 	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, Varying: eitherOf(h.Varying, spec.ToolVarying), BaseURL: spec.BaseURL, Record: spec.Record,
-		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, Logger: spec.Logger}
+		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, OnResponse: spec.OnModelResponse, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {
 		espec.APIKeyEnv = spec.APIKeyEnvs[0]
 	}

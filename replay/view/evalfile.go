@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/trajlab/traj/replay"
 )
@@ -57,10 +58,11 @@ func (e *evalReport) read(s *jsonScan) error {
 		if err != nil {
 			return err
 		}
-		switch key {
-		case "part_evaluations":
+		// Keys match as encoding/json matches them: case folded.
+		switch {
+		case strings.EqualFold(key, "part_evaluations"):
 			err = e.readParts(s)
-		case "test_attribution":
+		case strings.EqualFold(key, "test_attribution"):
 			var raw []byte
 			if raw, err = s.value(true); err == nil {
 				err = json.Unmarshal(raw, &e.out.TestAttribution)
@@ -137,6 +139,24 @@ type jsonScan struct {
 }
 
 var errTruncated = errors.New("unexpected end of the report")
+
+// plain are the bytes that neither open nor close anything outside a
+// string at the top (letters, digits, colons), inner those inside a
+// container (white space and commas too: most of an indented report);
+// stringSpecial are the bytes that matter inside a string.
+var plain, inner, stringSpecial = func() (p, in, q [256]bool) {
+	for c := range 256 {
+		p[c], in[c] = true, true
+	}
+	for _, c := range []byte("\"{}[]") {
+		p[c], in[c] = false, false
+	}
+	for _, c := range []byte(", \t\n\r") {
+		p[c] = false
+	}
+	q['"'], q['\\'] = true, true
+	return p, in, q
+}()
 
 // fill reads more input after the unread bytes; false at the end.
 func (s *jsonScan) fill() (bool, error) {
@@ -226,7 +246,13 @@ func (s *jsonScan) value(keep bool) ([]byte, error) {
 	for {
 		for ; s.pos < len(s.buf); s.pos++ {
 			c := s.buf[s.pos]
+			if !inString && (plain[c] || depth > 0 && inner[c]) {
+				continue
+			}
 			if inString {
+				if !escaped && !stringSpecial[c] {
+					continue
+				}
 				switch {
 				case escaped:
 					escaped = false

@@ -2,11 +2,15 @@ package view
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
+	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/tracetest"
 )
 
@@ -51,6 +55,33 @@ func FuzzIndex(f *testing.F) {
 		}
 		if err != nil || len(ix.Parts) != want {
 			t.Fatalf("trace.Read finds %d parts; the index %d (err %v)", want, len(ix.Parts), err)
+		}
+	})
+}
+
+// FuzzEvalReport feeds the evaluation reader arbitrary bytes: it never
+// panics, and whenever encoding/json decodes the text as a whole report,
+// the reader succeeds with the same part evaluations and attribution.
+func FuzzEvalReport(f *testing.F) {
+	demo, err := os.ReadFile(filepath.Join(demoDir, store.EvaluationName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(demo)
+	f.Add([]byte(`{"part_evaluations": {"1": {"passed": 1, "total": 2, "suites": {"a": {"passed": 1}}}, "2": {"passed": 1, "total": 2, "suites": {"a": {"passed": 1}}}}, "test_attribution": {"a/x": {"first_pass_part": 1, "broken_at": [], "fixed_at": [], "passing_at_end": true}}}`))
+	f.Add([]byte(`{"commit_evaluations": {"c": {"suites": {"s": {"cases": [{"name": "q\"}]{[", "passed": true}]}}}}, "part_evaluations": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var rep evalReport
+		_, err := rep.ReadFrom(chunkReader{bytes.NewReader(data), 13})
+		var full replay.Output
+		if json.Unmarshal(data, &full) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the whole report decodes, the reader says: %v", err)
+		}
+		if !reflect.DeepEqual(rep.out.PartEvaluations, full.PartEvaluations) || !reflect.DeepEqual(rep.out.TestAttribution, full.TestAttribution) {
+			t.Fatalf("read differently from the whole report:\n%+v\n%+v", rep.out, full)
 		}
 	})
 }

@@ -48,6 +48,11 @@ type Harness struct {
 	// run in the harness's model requests (ids it makes up); a rerun
 	// compares requests with it blanked. nil: nothing documented.
 	Varying *regexp.Regexp
+	// LateToolEvents: the harness may report a tool call of a model
+	// response as started only after another one of it completed, though
+	// both ran side by side (Codex), so the recorder counts a response's
+	// tool calls at the model gateway to know when they are all recorded.
+	LateToolEvents bool
 }
 
 // Default is the harness of a run that names none, and of a trace whose
@@ -77,6 +82,7 @@ func All() []Harness {
 			},
 			SecretFiles: none,
 			Read:        func(v string) agent.Reader { return claudecode.Reader{Version: v} },
+			Varying:     claudecode.VaryingRequest,
 		},
 		{
 			Name:   codex.HarnessName,
@@ -87,6 +93,11 @@ func All() []Harness {
 			},
 			SecretFiles: none,
 			Read:        func(v string) agent.Reader { return codex.Reader{Version: v} },
+			Varying:     codex.VaryingRequest,
+			// Measured: of a demo response's two commands, the second
+			// was reported started after the first completed, its file
+			// already written.
+			LateToolEvents: true,
 		},
 	}
 }

@@ -46,6 +46,11 @@ type Options struct {
 	// Parts, when set, reports how many parts the trace holds; each call
 	// records it as parts_before.
 	Parts func() int
+	// OnResponse, when set, is told how many tool calls each model
+	// response asked for, once the harness has it (the recorder counts
+	// them for a harness whose events do not show them running side by
+	// side: harness.Harness.LateToolEvents).
+	OnResponse func(toolCalls int)
 	// DialTimeout bounds connecting to the upstream. Default 5 s.
 	DialTimeout time.Duration
 	// MaxResponseBytes caps the verbatim response kept in the record (the
@@ -371,6 +376,9 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 	if call.Status < 400 && len(resp) > 0 {
 		if u, ok := parseResponse(call.API, resp); ok {
 			call.ResponseID, call.ToolCallIDs = u.id, u.toolCallIDs
+			if g.opts.OnResponse != nil {
+				g.opts.OnResponse(len(u.toolCallIDs))
+			}
 			if u.hasUsage {
 				t := u.tokens
 				call.Tokens = &t

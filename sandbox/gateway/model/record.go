@@ -62,7 +62,9 @@ func (a Digest) Same(b Digest) bool {
 
 // Differs says how a request differs from the recorded one r.
 func (a Digest) Differs(r Digest) string {
-	return fmt.Sprintf("the request is not the recorded bytes (%d bytes, recorded %d), not even with the harness's varying fields blanked", a.Bytes, r.Bytes)
+	return fmt.Sprintf("the request is not the recorded bytes (%d bytes, recorded %d), not even with the harness's varying fields blanked: "+
+		"a tool printed something else this time (a file time, a random value) or the harness sent a field its adapter does not document; "+
+		"the record keeps digests, not bodies", a.Bytes, r.Bytes)
 }
 
 // DigestOf is how the record names a request body; varying (nil: none)
