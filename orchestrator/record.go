@@ -222,7 +222,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		StallTimeout: opts.StallTimeout, PromptBefore: forkPrompt(opts),
 		Now: opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
-		GatewayCalls: ledger, ResponseTools: lateToolEvents(ag.Harness, responseTools),
+		GatewayCalls: ledger, ResponseTools: responseTools, CountTools: lateToolEvents(ag.Harness),
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -446,11 +446,10 @@ func (c partCounter) Report(ev progress.Event) {
 	}
 }
 
-// lateToolEvents is rt when harness name may report a response's tool
-// calls one after the other though they ran side by side, else nil.
-func lateToolEvents(name string, rt *engine.ResponseTools) *engine.ResponseTools {
-	if h, err := harness.Lookup(name); err == nil && h.LateToolEvents {
-		return rt
-	}
-	return nil
+// lateToolEvents says whether harness name may report a response's tool
+// calls one after the other though they ran side by side, its parts
+// without the model's call ids: the loop counts them.
+func lateToolEvents(name string) bool {
+	h, err := harness.Lookup(name)
+	return err == nil && h.LateToolEvents
 }

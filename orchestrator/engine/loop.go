@@ -68,10 +68,13 @@ type LoopConfig struct {
 	// GatewayCalls, when set, is the tool gateway's ledger: calls no
 	// harness part carries are recorded in gateway_calls.
 	GatewayCalls GatewayCalls
-	// ResponseTools, when set, counts each model response's tool calls
+	// ResponseTools, when set, knows each model response's tool calls
 	// from the model gateway: a tool part's checkpoint is deferred while
-	// more of them are to come (harness.Harness.LateToolEvents).
+	// more of them are to come. CountTools: the harness's parts do not
+	// carry the model's call ids, count them instead
+	// (harness.Harness.LateToolEvents).
 	ResponseTools *ResponseTools
+	CountTools    bool
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -517,8 +520,8 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 	n := l.parts + 1
 	rc := trace.RepoCheckpoint{CommitBefore: l.head, CommitAfter: l.head, ChangedFiles: []string{}}
 	more := false
-	if l.cfg.ResponseTools != nil && p.part.Kind == agent.KindTool {
-		more = l.cfg.ResponseTools.take()
+	if l.cfg.ResponseTools != nil && p.part.Kind == agent.KindTool && p.part.Tool != nil {
+		more = l.cfg.ResponseTools.take(p.part.Tool.CallID, l.cfg.CountTools)
 	}
 	switch {
 	case l.head != "" && p.part.Kind.ChangesFiles() && (more || l.capture.toolBeside(p)):

@@ -45,8 +45,10 @@ type harness struct {
 	// (nil: none).
 	gateway engine.GatewayCalls
 	full    func(string) ([]byte, bool)
-	// responseTools counts a response's tool calls (nil: not counted).
+	// responseTools knows a response's tool calls (nil: not known);
+	// countTools counts them.
 	responseTools *engine.ResponseTools
+	countTools    bool
 }
 
 func (h *harness) Report(ev progress.Event) { h.events = append(h.events, ev) }
@@ -89,7 +91,7 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 	root := h.b.Session(h.root, "")
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: h.root, RootSession: *root.Event.Session,
 		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second, StallTimeout: h.stall,
-		GatewayCalls: h.gateway, FullToolResult: h.full, ResponseTools: h.responseTools}, agent, repo, w, h.pub, h)
+		GatewayCalls: h.gateway, FullToolResult: h.full, ResponseTools: h.responseTools, CountTools: h.countTools}, agent, repo, w, h.pub, h)
 	out, err := loop.Run(ctx)
 	if err != nil {
 		h.t.Fatalf("loop: %v", err)
@@ -690,17 +692,16 @@ func TestLoopSideBySideToolsShareACheckpoint(t *testing.T) {
 		// writeFirst: the write completes before the todo list.
 		writeFirst bool
 		// late: the harness reports the write only after the todo list
-		// completed, its file already written (Codex); the model gateway
-		// counted the response's two tool calls.
-		late bool
-	}{{"todo completes while the write runs", false, false}, {"write completes first", true, false},
-		{"write reported after the todo completed", false, true}} {
+		// completed, its file already written (a fast rerun; Codex); the
+		// model gateway saw the response's two tool calls, and the loop
+		// knows them by call id or, count, by number (Codex's parts do
+		// not carry the model's call ids).
+		late, count bool
+	}{{"todo completes while the write runs", false, false, false}, {"write completes first", true, false, false},
+		{"write reported after the todo completed", false, true, false},
+		{"write reported after the todo completed, counted", false, true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			if tc.late {
-				h.responseTools = &engine.ResponseTools{}
-				h.responseTools.Announce(2)
-			}
 			b, root := h.b, h.root
 			m, it := b.Message(root, "assistant")
 			turn := agenttest.Turn{it, b.CallStart(root, m)}
@@ -709,6 +710,14 @@ func TestLoopSideBySideToolsShareACheckpoint(t *testing.T) {
 			write := b.Tool(root, m, "write", map[string]any{"filePath": "main.c"}, "wrote")
 			// The file is on disk as soon as the write runs.
 			write[1].Before = h.write("main.c", "int main(void) { return 0; }\n")
+			if tc.late {
+				h.responseTools, h.countTools = &engine.ResponseTools{}, tc.count
+				ids := []string{todo[2].Event.Part.Tool.CallID, write[2].Event.Part.Tool.CallID}
+				if tc.count {
+					ids = []string{"item_1", "item_2"}
+				}
+				h.responseTools.Announce(ids)
+			}
 			switch {
 			case tc.late:
 				todo[2].Before = h.write("main.c", "int main(void) { return 0; }\n")

@@ -52,7 +52,7 @@ type endpointSpec struct {
 	Price     *agent.Price
 	Parts     func() int
 	// OnResponse: model.Options.OnResponse.
-	OnResponse func(toolCalls int)
+	OnResponse func(toolCallIDs []string)
 	Logger     *slog.Logger
 }
 

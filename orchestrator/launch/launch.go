@@ -72,9 +72,9 @@ type Spec struct {
 	Price     *agent.Price
 	// Parts reports how many parts the trace holds (for the record).
 	Parts func() int
-	// OnModelResponse is told each model response's tool call count
+	// OnModelResponse is told each model response's tool call ids
 	// (model.Options.OnResponse).
-	OnModelResponse func(toolCalls int)
+	OnModelResponse func(toolCallIDs []string)
 	// Tools are served to the agent through the tool gateway (run_tests
 	// on an evaluation sandbox); the harness loads the stub as its tests
 	// MCP server. None: no tests MCP server.

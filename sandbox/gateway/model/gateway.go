@@ -46,11 +46,11 @@ type Options struct {
 	// Parts, when set, reports how many parts the trace holds; each call
 	// records it as parts_before.
 	Parts func() int
-	// OnResponse, when set, is told how many tool calls each model
-	// response asked for, once the harness has it (the recorder counts
-	// them for a harness whose events do not show them running side by
-	// side: harness.Harness.LateToolEvents).
-	OnResponse func(toolCalls int)
+	// OnResponse, when set, is told the tool call ids each model
+	// response asked for, once the harness has it: the recorder defers a
+	// checkpoint while calls of its response are not recorded yet
+	// (engine.ResponseTools).
+	OnResponse func(toolCallIDs []string)
 	// DialTimeout bounds connecting to the upstream. Default 5 s.
 	DialTimeout time.Duration
 	// MaxResponseBytes caps the verbatim response kept in the record (the
@@ -377,7 +377,7 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 		if u, ok := parseResponse(call.API, resp); ok {
 			call.ResponseID, call.ToolCallIDs = u.id, u.toolCallIDs
 			if g.opts.OnResponse != nil {
-				g.opts.OnResponse(len(u.toolCallIDs))
+				g.opts.OnResponse(u.toolCallIDs)
 			}
 			if u.hasUsage {
 				t := u.tokens
