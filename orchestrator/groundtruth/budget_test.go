@@ -118,7 +118,9 @@ func TestBudgetShared(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.StatusCode != 200 || got.WaitedMS < held.Milliseconds() || !strings.Contains(got.Waited, "evaluation slot") {
-		t.Fatalf("run_tests answer %s: want status 200 and a wait of at least %v said in the answer", text, held)
+	// The call started a moment after the hold did (its goroutine), so
+	// its wait is a little under held: the answer must say it waited.
+	if got.StatusCode != 200 || got.WaitedMS < waitNote.Milliseconds() || !strings.Contains(got.Waited, "evaluation slot") {
+		t.Fatalf("run_tests answer %s: want status 200 and the wait (about %v) said in the answer", text, held)
 	}
 }
