@@ -40,24 +40,7 @@ func (e *evalReport) read(s *jsonScan) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
-	for first := true; ; first = false {
-		c, err := s.peek()
-		if err != nil {
-			return err
-		}
-		if c == '}' {
-			s.pos++
-			return nil
-		}
-		if !first {
-			if err := s.expect(','); err != nil {
-				return err
-			}
-		}
-		key, err := s.key()
-		if err != nil {
-			return err
-		}
+	return s.members(func(key string) (err error) {
 		// Keys match as encoding/json matches them: case folded.
 		switch {
 		case strings.EqualFold(key, "part_evaluations"):
@@ -73,7 +56,8 @@ func (e *evalReport) read(s *jsonScan) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-	}
+		return nil
+	})
 }
 
 // readParts decodes part_evaluations one part at a time, each distinct
@@ -89,24 +73,7 @@ func (e *evalReport) readParts(s *jsonScan) error {
 	s.pos++
 	e.out.PartEvaluations = replay.PartMap[*replay.PartEvaluation]{}
 	seen := map[string]*replay.PartEvaluation{}
-	for first := true; ; first = false {
-		c, err := s.peek()
-		if err != nil {
-			return err
-		}
-		if c == '}' {
-			s.pos++
-			return nil
-		}
-		if !first {
-			if err := s.expect(','); err != nil {
-				return err
-			}
-		}
-		key, err := s.key()
-		if err != nil {
-			return err
-		}
+	return s.members(func(key string) error {
 		part, err := strconv.Atoi(key)
 		if err != nil {
 			return fmt.Errorf("part %q: not a number", key)
@@ -123,6 +90,34 @@ func (e *evalReport) readParts(s *jsonScan) error {
 			seen[string(raw)] = pe
 		}
 		e.out.PartEvaluations[part] = pe
+		return nil
+	})
+}
+
+// members calls fn with each member's key of the object whose '{' was
+// read, the scan at the member's value, up to its '}'.
+func (s *jsonScan) members(fn func(key string) error) error {
+	for first := true; ; first = false {
+		c, err := s.peek()
+		if err != nil {
+			return err
+		}
+		if c == '}' {
+			s.pos++
+			return nil
+		}
+		if !first {
+			if err := s.expect(','); err != nil {
+				return err
+			}
+		}
+		key, err := s.key()
+		if err != nil {
+			return err
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
 	}
 }
 
