@@ -90,8 +90,10 @@
 // previous part was recorded (on session_end: after the last part, the
 // final tree's among them). Each is {part (whose checkpoint made the
 // commit), commit, tree, timestamp, duration_ms, cached, cache_key,
-// suites [{path, passed, failed, total, build_ok}] in task order, passed,
-// failed, total, solved, error}. It is a summary: the per-case result is
+// key, artifact, artifact_cached, key_why (a task that declares its
+// build's artifacts: which key served the tree), suites [{path, passed,
+// failed, total, build_ok}] in task order, passed, failed, total, solved,
+// error}. It is a summary: the per-case result is
 // the evaluation-cache entry cache_key, the one `traj replay evaluate`
 // reads. A result rides on the next part because parts are the only
 // records appended after the header; this keeps each append O(part).
