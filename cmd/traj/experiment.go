@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/trajlab/traj/orchestrator/experiment"
+	"github.com/trajlab/traj/orchestrator/scheduler"
 )
 
 // ExperimentCmd runs many trajectories from one spec.
@@ -165,13 +165,12 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	idx := c.Index
 	if idx < 0 {
-		for _, env := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
-			if v := os.Getenv(env); v != "" {
-				if idx, err = strconv.Atoi(v); err != nil {
-					return &exitError{2, fmt.Errorf("%s=%q: not an index", env, v)}
-				}
-				break
-			}
+		i, ok, err := scheduler.TaskIndex(os.Getenv)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if ok {
+			idx = i
 		}
 	}
 	if idx < 0 {

@@ -133,3 +133,19 @@ func ShellJoin(args []string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// TaskIndex is this process's index in its array: SLURM_ARRAY_TASK_ID
+// (a Slurm array task) or JOB_COMPLETION_INDEX (an Indexed Job pod); ok
+// is false when neither is set.
+func TaskIndex(getenv func(string) string) (index int, ok bool, err error) {
+	for _, env := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
+		if v := getenv(env); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return 0, false, fmt.Errorf("%s=%q: not an index", env, v)
+			}
+			return i, true, nil
+		}
+	}
+	return 0, false, nil
+}
