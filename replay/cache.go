@@ -31,8 +31,11 @@ type Cache interface {
 type CacheEntry struct {
 	// Key is the cache key the entry was written under; an entry read
 	// under another key (copied from elsewhere) is foreign.
-	Key        string   `json:"key,omitempty"`
-	Tree       string   `json:"tree"`
+	Key  string `json:"key,omitempty"`
+	Tree string `json:"tree"`
+	// Artifact is the digest of the build's artifacts for an entry
+	// written under ArtifactCacheKey (Tree is then empty).
+	Artifact   string   `json:"artifact,omitempty"`
 	EnvVersion string   `json:"env_version"`
 	TestPaths  []string `json:"test_paths"`
 	Result     Result   `json:"result"`
@@ -99,6 +102,19 @@ func CacheKey(tree, envVersion string, testPaths []string) string {
 		fmt.Fprintf(h, "path %s\n", p)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ArtifactCacheKey is the content address of an evaluation keyed by the
+// digest of the build's artifacts (KeyUse) instead of the tree: an entry
+// written under it has Artifact set and Tree empty.
+func ArtifactCacheKey(artifact, envVersion string, testPaths []string) string {
+	return CacheKey("artifact "+artifact, envVersion, testPaths)
+}
+
+// MatchesArtifact reports whether e was stored for exactly these inputs
+// under ArtifactCacheKey.
+func (e CacheEntry) MatchesArtifact(artifact, envVersion string, testPaths []string) bool {
+	return e.Artifact == artifact && e.Artifact != "" && e.Tree == "" && e.matches("", envVersion, testPaths)
 }
 
 // matches reports whether e was stored for exactly these inputs.

@@ -60,8 +60,11 @@ type Stats struct {
 	UniqueTrees    int `json:"unique_trees"`
 	TreesEvaluated int `json:"trees_evaluated"`
 	CacheHits      int `json:"cache_hits"`
-	Failures       int `json:"failures"`
-	Workers        int `json:"workers"`
+	// ArtifactHits counts the trees evaluated here whose build's
+	// artifacts had a result in the cache: built, no case run.
+	ArtifactHits int `json:"artifact_hits,omitempty"`
+	Failures     int `json:"failures"`
+	Workers      int `json:"workers"`
 	// DurationMs is the wall time of the evaluate.
 	DurationMs int64 `json:"duration_ms"`
 }
@@ -71,7 +74,10 @@ const (
 	SourceEvaluated = "evaluated" // run by this evaluate
 	SourceCache     = "cache"     // read from the evaluation cache
 	SourceSameTree  = "same_tree" // another commit with the same tree was evaluated
-	SourceFailed    = "failed"    // could not be evaluated; see Error
+	// SourceArtifact: built by this evaluate, its artifacts' result read
+	// from the cache (no case ran).
+	SourceArtifact = "artifact_cache"
+	SourceFailed   = "failed" // could not be evaluated; see Error
 )
 
 // CommitEvaluation is one commit's result.
@@ -88,6 +94,12 @@ type CommitEvaluation struct {
 	SameTreeAs string                 `json:"same_tree_as,omitempty"`
 	DurationMs int64                  `json:"duration_ms"`
 	Error      string                 `json:"error,omitempty"`
+	// Key is the cache key that serves the tree (KeyTree, KeyArtifact)
+	// when the evaluation could key by the build's artifacts; Artifact
+	// their digest; KeyWhy why the tree's key was used.
+	Key      string `json:"key,omitempty"`
+	Artifact string `json:"artifact,omitempty"`
+	KeyWhy   string `json:"key_why,omitempty"`
 }
 
 // SuiteSummary is a suite's counts without its cases.

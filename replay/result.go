@@ -30,6 +30,39 @@ type SuiteResult struct {
 // cache stores.
 type Result struct {
 	Suites map[string]SuiteResult `json:"suites"`
+	// Key says which cache key served or stored the result when the
+	// evaluator keys by the build's artifacts (replay/evalbox); nil: the
+	// tree's key alone.
+	Key *KeyUse `json:"key,omitempty"`
+}
+
+// Keys a result can be kept under (KeyUse.Key).
+const (
+	// KeyTree: the tree's content (CacheKey).
+	KeyTree = "tree"
+	// KeyArtifact: the digest of what the tree's build produced
+	// (ArtifactCacheKey): trees whose builds are the same share it.
+	KeyArtifact = "artifact"
+)
+
+// KeyUse is how an evaluation that could key by the build's artifacts
+// did. A task that declares its build's artifacts has every compile
+// shown only those (replay/evalbox), so the result is a function of
+// their bytes: trees that change notes, plans or tests but build the same
+// compiler share one evaluation.
+type KeyUse struct {
+	// Key is KeyArtifact when the result is kept under the artifacts'
+	// digest, else KeyTree (see Why).
+	Key string `json:"key"`
+	// Artifact is the SHA-256 of the build's artifacts (names, modes,
+	// bytes); "" when they could not be read.
+	Artifact string `json:"artifact,omitempty"`
+	// Cached: the tree was built and its artifacts' result came from the
+	// cache: no case ran.
+	Cached bool `json:"cached,omitempty"`
+	// Why says why the tree's key was used (build failed, an artifact is
+	// missing, no sandbox, the build is not reproducible).
+	Why string `json:"why,omitempty"`
 }
 
 // Totals sums passed, failed and total over all suites.

@@ -90,13 +90,15 @@
 // previous part was recorded (on session_end: after the last part, the
 // final tree's among them). Each is {part (whose checkpoint made the
 // commit), commit, tree, timestamp, duration_ms, cached, cache_key,
-// suites [{path, passed, failed, total, build_ok, sample_size}] in task
-// order, passed, failed, total, solved, error, sampled, sample_seed}. A
-// sampled result (sampled: true) counts a fixed, seeded sample of each
-// sampled path's cases (sample_size of them, the same cases for every
-// tree of the trajectory); it is never solved (the schema refuses it):
-// "solved" is only decided on the full paths. Absent sampled: every path
-// ran in full. It is a summary: the per-case result is
+// key, artifact, artifact_cached, key_why (a task that declares its
+// build's artifacts: which key served the tree), suites [{path, passed,
+// failed, total, build_ok, sample_size}] in task order, passed, failed,
+// total, solved, error, sampled, sample_seed}. A sampled result (sampled:
+// true) counts a fixed, seeded sample of each sampled path's cases
+// (sample_size of them, the same cases for every tree of the trajectory);
+// it is never solved (the schema refuses it): "solved" is only decided on
+// the full paths. Absent sampled: every path ran in full. It is a
+// summary: the per-case result is
 // the evaluation-cache entry cache_key, the one `traj replay evaluate`
 // reads. A result rides on the next part because parts are the only
 // records appended after the header; this keeps each append O(part).

@@ -188,6 +188,14 @@ type GroundTruth struct {
 	// evaluated before).
 	Cached   bool   `json:"cached,omitempty"`
 	CacheKey string `json:"cache_key,omitempty"`
+	// Key, Artifact, ArtifactCached and KeyWhy say how a task that declares
+	// its build's artifacts was scored (replay.KeyUse): keyed by the
+	// artifacts' digest ("artifact") or by the tree ("tree", KeyWhy says
+	// why), and whether the artifacts' result came from the cache.
+	Key            string `json:"key,omitempty"`
+	Artifact       string `json:"artifact,omitempty"`
+	ArtifactCached bool   `json:"artifact_cached,omitempty"`
+	KeyWhy         string `json:"key_why,omitempty"`
 	// Suites are the counts per required test path, in task order.
 	Suites []SuiteCount `json:"suites"`
 	Passed int64        `json:"passed"`
