@@ -128,12 +128,6 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 		return nil, fmt.Errorf("plan evaluation of %s: %w", id, err)
 	}
 
-	type treeResult struct {
-		result   Result
-		source   string
-		duration time.Duration
-		err      error
-	}
 	results := make(map[string]*treeResult, len(plan.Trees))
 	var mu sync.Mutex
 	done, cached := 0, 0
@@ -156,17 +150,7 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 	// trips overlap), taken in plan order.
 	sets, _ := cache.(SetCache)
 	setName := SetName(id, envVersion, paths)
-	var set *Set
-	if sets != nil {
-		switch set, err = sets.LoadSet(ctx, setName); {
-		case err != nil:
-			logger.Warn("evaluation cache set ignored; reading the trees' entries", "err", err)
-			set = nil
-		case set != nil && (set.EnvVersion != envVersion || !slices.Equal(set.TestPaths, paths)):
-			logger.Warn("evaluation cache set ignored; reading the trees' entries", "why", "set of another environment or test paths")
-			set = nil
-		}
-	}
+	set := loadSet(ctx, sets, setName, envVersion, paths, logger)
 	looked := lookupCache(ctx, cache, set, plan.Trees, envVersion, paths, 4*workers)
 	if opts.Previous != "" && len(plan.Unresolved) == 0 {
 		if d, ok := inputsDigest(id, opts.EnvironmentName, envVersion, paths, workers, plan, looked); ok && d == opts.Previous {
@@ -174,39 +158,13 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 			return nil, ErrUnchanged
 		}
 	}
-	var todo []string
+	todo := checkLooked(ctx, cache, set, plan.Trees, looked, envVersion, paths, logger)
 	for i, tree := range plan.Trees {
-		key := CacheKey(tree, envVersion, paths)
-		l := &looked[i]
-		if l.ok && l.set {
-			if l.entry, l.err = set.entry(tree); l.err != nil {
-				// The set's sum matched, so this is no accident: read the
-				// tree's own entry.
-				logger.Warn("evaluation cache set entry ignored", "tree", tree, "why", l.err)
-				l.set = false
-				l.entry, l.ok, l.err = cache.Get(ctx, key)
-				l.digest = l.entry.Digest
-			}
-		}
-		e, ok, err := l.entry, l.ok, l.err
-		switch {
-		case errors.Is(err, ErrBadEntry):
-			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree, "why", err)
-		case err != nil:
-			logger.Warn("evaluation cache read", "tree", tree, "err", err)
-		case ok && !e.matches(tree, envVersion, paths):
-			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree,
-				"why", fmt.Sprintf("entry %s is for tree %s, environment %s, paths %v", key, e.Tree, e.EnvVersion, e.TestPaths))
-			ok = false
-		}
-		l.ok = ok && err == nil
-		if l.ok {
-			results[tree] = &treeResult{result: e.Result, source: SourceCache, duration: time.Duration(e.DurationMs) * time.Millisecond}
+		if l := looked[i]; l.ok {
+			results[tree] = &treeResult{result: l.entry.Result, source: SourceCache, duration: time.Duration(l.entry.DurationMs) * time.Millisecond}
 			done++
 			cached++
-			continue
 		}
-		todo = append(todo, tree)
 	}
 	if cached > 0 && opts.Progress != nil {
 		// One report for every tree the cache served (a line a tree would
@@ -214,46 +172,16 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 		opts.Progress(Progress{Done: done, Total: len(plan.Trees), Cached: cached})
 	}
 	var evaluated sync.Map // tree → CacheEntry written by this evaluate
-
-	jobs := make(chan string)
-	var wg sync.WaitGroup
-	for range min(workers, max(len(todo), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for tree := range jobs {
-				commit := plan.TreeCommit[tree]
-				t0 := time.Now()
-				res, err := evaluateTree(ctx, h, ev, commit, paths, opts.TempDir)
-				d := time.Since(t0)
-				tres := &treeResult{result: res, source: SourceEvaluated, duration: d, err: err}
-				if err == nil {
-					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res, DurationMs: d.Milliseconds()}
-					if perr := cache.Put(ctx, CacheKey(tree, envVersion, paths), e); perr != nil {
-						logger.Warn("evaluation cache write", "tree", tree, "err", perr)
-					} else {
-						evaluated.Store(tree, e)
-					}
-				} else {
-					logger.Error("evaluate commit", "commit", commit, "err", err)
-				}
-				mu.Lock()
-				results[tree] = tres
-				mu.Unlock()
-				report(commit, false)
+	evaluateTrees(ctx, h, ev, plan.TreeCommit, todo, envVersion, paths, cache, workers, opts.TempDir, logger,
+		func(tree string, r *treeResult, written *CacheEntry) {
+			if written != nil {
+				evaluated.Store(tree, *written)
 			}
-		}()
-	}
-feed:
-	for _, tree := range todo {
-		select {
-		case jobs <- tree:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
+			mu.Lock()
+			results[tree] = r
+			mu.Unlock()
+			report(plan.TreeCommit[tree], false)
+		})
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", id, err)
 	}
@@ -347,6 +275,116 @@ feed:
 		return out, fmt.Errorf("%w: %d failed (of %d commits, %d distinct trees): %v", ErrIncomplete, len(failed), len(plan.Commits), len(plan.Trees), failed)
 	}
 	return out, nil
+}
+
+// treeResult is one distinct tree's result in an evaluate.
+type treeResult struct {
+	result   Result
+	source   string
+	duration time.Duration
+	err      error
+}
+
+// loadSet reads the trajectory's cache set (nil when the cache keeps
+// none, or it is unreadable or of other inputs: the trees' own entries
+// are read then).
+func loadSet(ctx context.Context, sets SetCache, name, envVersion string, paths []string, logger *slog.Logger) *Set {
+	if sets == nil {
+		return nil
+	}
+	switch set, err := sets.LoadSet(ctx, name); {
+	case err != nil:
+		logger.Warn("evaluation cache set ignored; reading the trees' entries", "err", err)
+		return nil
+	case set != nil && (set.EnvVersion != envVersion || !slices.Equal(set.TestPaths, paths)):
+		logger.Warn("evaluation cache set ignored; reading the trees' entries", "why", "set of another environment or test paths")
+		return nil
+	default:
+		return set
+	}
+}
+
+// checkLooked decodes the set's entries among looked and checks every
+// entry against its tree, environment and paths: afterwards looked[i].ok
+// says the cache serves trees[i] (its entry in looked[i].entry). It
+// returns the trees left to evaluate, in order.
+func checkLooked(ctx context.Context, cache Cache, set *Set, trees []string, looked []cacheLookup, envVersion string, paths []string, logger *slog.Logger) []string {
+	var todo []string
+	for i, tree := range trees {
+		key := CacheKey(tree, envVersion, paths)
+		l := &looked[i]
+		if l.ok && l.set {
+			if l.entry, l.err = set.entry(tree); l.err != nil {
+				// The set's sum matched, so this is no accident: read the
+				// tree's own entry.
+				logger.Warn("evaluation cache set entry ignored", "tree", tree, "why", l.err)
+				l.set = false
+				l.entry, l.ok, l.err = cache.Get(ctx, key)
+				l.digest = l.entry.Digest
+			}
+		}
+		e, ok, err := l.entry, l.ok, l.err
+		switch {
+		case errors.Is(err, ErrBadEntry):
+			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree, "why", err)
+		case err != nil:
+			logger.Warn("evaluation cache read", "tree", tree, "err", err)
+		case ok && !e.matches(tree, envVersion, paths):
+			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree,
+				"why", fmt.Sprintf("entry %s is for tree %s, environment %s, paths %v", key, e.Tree, e.EnvVersion, e.TestPaths))
+			ok = false
+		}
+		l.ok = ok && err == nil
+		if !l.ok {
+			todo = append(todo, tree)
+		}
+	}
+	return todo
+}
+
+// evaluateTrees evaluates todo, workers at a time, each exported from its
+// commit (treeCommit) into a fresh worktree. Each result is written to
+// the cache as soon as it is done, so a killed evaluate loses only the
+// trees in flight; done is called once a tree (written: its cache entry,
+// nil when it failed or the write did), from the workers. It stops
+// feeding trees when ctx ends.
+func evaluateTrees(ctx context.Context, h History, ev Evaluator, treeCommit map[string]string, todo []string, envVersion string, paths []string, cache Cache, workers int, tempDir string, logger *slog.Logger, done func(tree string, r *treeResult, written *CacheEntry)) {
+	jobs := make(chan string)
+	var wg sync.WaitGroup
+	for range min(workers, max(len(todo), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for tree := range jobs {
+				commit := treeCommit[tree]
+				t0 := time.Now()
+				res, err := evaluateTree(ctx, h, ev, commit, paths, tempDir)
+				d := time.Since(t0)
+				var written *CacheEntry
+				if err == nil {
+					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res, DurationMs: d.Milliseconds()}
+					if perr := cache.Put(ctx, CacheKey(tree, envVersion, paths), e); perr != nil {
+						logger.Warn("evaluation cache write", "tree", tree, "err", perr)
+					} else {
+						written = &e
+					}
+				} else {
+					logger.Error("evaluate commit", "commit", commit, "err", err)
+				}
+				done(tree, &treeResult{result: res, source: SourceEvaluated, duration: d, err: err}, written)
+			}
+		}()
+	}
+feed:
+	for _, tree := range todo {
+		select {
+		case jobs <- tree:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
 }
 
 // cacheLookup is one tree's cache read.
