@@ -70,6 +70,13 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 		// come first.
 		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(10, max(1, runtime.NumCPU()/2)), Cache: cache,
 			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now, Budget: budget}
+		if sm := s.Task.GroundTruth.Sample; sm != nil {
+			sampler, ok := env.(environment.Sampler)
+			if !ok {
+				return nil, fmt.Errorf("task %s: ground_truth.sample: environment %s cannot sample its test paths", s.Task.Name, s.Task.Environment)
+			}
+			sc.gt.Sample = &groundtruth.Sample{Env: sampler, Size: sm.Size, Seed: sm.Seed}
+		}
 	}
 	if s.Task.AgentRunTests() {
 		// The agent waits for this one: full priority.
@@ -97,8 +104,13 @@ func (sc *scoring) start(ctx context.Context, rep progress.Sink, now func() time
 	if sc.gt == nil {
 		return
 	}
-	sc.bg = groundtruth.Start(ctx, sc.gt, groundtruth.Options{Workers: sc.s.Task.GroundTruth.Workers,
-		FailingTests: sc.s.Task.GroundTruth.FailingTests, Logger: sc.opts.Logger,
+	gt := sc.s.Task.GroundTruth
+	fullEvery := 0
+	if gt.Sample != nil {
+		fullEvery = gt.Sample.FullEvery
+	}
+	sc.bg = groundtruth.Start(ctx, sc.gt, groundtruth.Options{Workers: gt.Workers,
+		FailingTests: gt.FailingTests, Logger: sc.opts.Logger, FullEvery: fullEvery, NoWait: !gt.WaitAtTurnEnd(),
 		OnResult: func(g trace.GroundTruth) {
 			rep.Report(progress.Event{Type: progress.GroundTruth, Time: now(), Part: g.Part,
 				GroundTruth: &progress.GroundTruthScore{Passed: g.Passed, Failed: g.Failed, Total: g.Total, Solved: g.Solved, Error: g.Error}})
@@ -146,7 +158,9 @@ func (sc *scoring) finish(ctx context.Context, parts int, final trace.RepoCheckp
 		// left for replay evaluate (same cache).
 		cancel()
 	} else if final.CommitAfter != "" {
+		// The final tree on the sample (the curve) and in full.
 		sc.bg.Submit(parts, final.CommitAfter)
+		sc.bg.SubmitFull(parts, final.CommitAfter)
 	}
 	sc.bg.Close(wait)
 	if n := sc.bg.Dropped(); n > 0 {
