@@ -59,12 +59,12 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	// One budget for every evaluation of the run: the agent's share of
 	// the host (its sandbox's limits), divided among the slots.
 	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits))
+	cache := source.Cache(s.Store)
 	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
 		return &evalbox.Evaluator{Provider: provider, Env: env,
 			EnvVersion: EnvironmentVersion(env, s.Task), Limits: budget.Limits(), Nice: nice, CaseWorkers: caseWorkers,
-			DenyCCompiler: s.Task.DenyCCompiler}
+			DenyCCompiler: s.Task.DenyCCompiler, Artifacts: s.Task.Artifacts, Cache: cache}
 	}
-	cache := source.Cache(s.Store)
 	if !s.Task.GroundTruth.Off {
 		// Lower priority and half the cores: the recorder and the agent
 		// come first.
@@ -187,13 +187,11 @@ func (sc *scoring) close() {
 }
 
 // EnvironmentVersion is the version that scores a task's trees: the
-// environment's, marked when the task hides the C compiler (the results
-// differ, so must the cache key; the trace records it for replay).
+// environment's, marked with the task's artifacts and when the task hides
+// the C compiler (the results differ, so must the cache key; the trace
+// records it for replay).
 func EnvironmentVersion(env environment.Environment, tk *task.Task) string {
-	if tk.DenyCCompiler {
-		return env.Version() + evalbox.DenyCCompilerVersion
-	}
-	return env.Version()
+	return evalbox.Version(env.Version(), tk.Artifacts, tk.DenyCCompiler)
 }
 
 // gatewayLedger is the loop's view of the tool gateway's calls.

@@ -186,12 +186,15 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		opts.Cache = source.Cache(st)
 	}
-	version := env.Version()
-	deny := t.Trace.Environment != nil && strings.HasSuffix(t.Trace.Environment.Version, evalbox.DenyCCompilerVersion)
-	if deny {
-		// The run hid the C compiler from its evaluations: so does replay.
-		version += evalbox.DenyCCompilerVersion
+	// What the run marked on its environment version (the task hid the C
+	// compiler, its compiles saw only the build's artifacts), replay does
+	// too.
+	var artifacts []string
+	var deny bool
+	if e := t.Trace.Environment; e != nil {
+		artifacts, deny = evalbox.ParseVersion(e.Version)
 	}
+	version := evalbox.Version(env.Version(), artifacts, deny)
 	provider := c.Sandbox
 	if provider == "" {
 		if provider, err = sandbox.Default(ctx); err != nil {
@@ -209,6 +212,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	// in a sandbox of their own (local: on the host, for trusted trees);
 	// the evaluator is this process.
 	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
+		Artifacts: artifacts, Cache: opts.Cache,
 		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
 		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 	g.Logger.Info("evaluating", "sandbox", provider)

@@ -141,6 +141,9 @@ func (s *Scorer) score(ctx context.Context, part int, commit string, run []strin
 		return g, ctx.Err()
 	}
 	g.CacheKey, g.Cached = key, cached
+	if k := res.Key; k != nil {
+		g.Key, g.Artifact, g.ArtifactCached, g.KeyWhy = k.Key, k.Artifact, k.Cached, k.Why
+	}
 	if err != nil {
 		g.Error = err.Error()
 	} else {
@@ -197,7 +200,7 @@ func (s *Scorer) scoreTree(ctx context.Context, tree string, paths []string) (re
 		return replay.Result{}, key, false, err
 	}
 	if s.Cache != nil {
-		e := replay.CacheEntry{Tree: tree, EnvVersion: version, TestPaths: paths, Result: res,
+		e := replay.CacheEntry{Tree: tree, EnvVersion: version, TestPaths: paths, Result: res.ForTree(),
 			DurationMs: time.Since(start).Milliseconds()}
 		if err := s.Cache.Put(ctx, key, e); err != nil {
 			s.log().Warn("write evaluation cache", "tree", tree, "err", err)

@@ -8,6 +8,7 @@
 //	             "test_paths": ["basics", …], "prompt": "prompt.md",
 //	             "capture": {"exclude": ["/target/"], "max_file_bytes": 10485760},
 //	             "feedback": "failures", "run_tests": true, "deny_c_compiler": false,
+//	             "artifacts": ["cc"],
 //	             "ground_truth": {"off": false, "stop_at_first": false,
 //	                              "failing_tests": 10, "workers": 1, "wait": true,
 //	                              "sample": {"size": 20, "seed": 1, "full_every": 10}}}
@@ -59,6 +60,18 @@
 // demo's agent writes a gcc wrapper; turn it on in a copy of the task
 // folder for real runs.
 //
+// "artifacts" lists what the build produces and the compiles need
+// (c-compiler: ["cc"]): every compile, in ground truth, run_tests and
+// replay evaluate alike, is shown a folder holding only these, copied out
+// of the built tree, so ./cc must not read the rest of the repository.
+// A result then depends on their bytes alone and is kept under their
+// digest: trees that change notes, plans or tests but build the same
+// compiler are built, not tested again. The digest serves only when a
+// sandbox shows the compiles nothing else and a second build of the tree
+// gave the same artifacts; otherwise the tree's key serves, and the
+// trace's ground_truth and evaluation.json say which and why. The trace
+// records the list in environment.version, so replay evaluate applies it.
+//
 // "capture" decides what each checkpoint records (the agent's .gitignore
 // files play no part): "exclude" lists gitignore-syntax patterns, relative
 // to the workspace root, of build outputs the environment's build
@@ -89,6 +102,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -117,6 +131,11 @@ type Task struct {
 	// truth, run_tests, replay): a compiler that calls a C compiler
 	// scores 0 (bwrap evaluation sandboxes only).
 	DenyCCompiler bool `json:"deny_c_compiler,omitempty"`
+	// Artifacts is what the build produces and the compiles need (paths
+	// relative to the tree, a trailing "/" for a folder): every compile
+	// is shown only these, and evaluations are kept under their digest
+	// (see the package doc).
+	Artifacts []string `json:"artifacts,omitempty"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
 
@@ -271,6 +290,9 @@ func (t *Task) validate() error {
 			return fmt.Errorf("task.json: test path %q listed twice", p)
 		}
 		seen[p] = true
+	}
+	if err := evalbox.CheckArtifacts(t.Artifacts); err != nil {
+		return fmt.Errorf("task.json: artifacts: %w", err)
 	}
 	if t.Capture.MaxFileBytes < 0 {
 		return fmt.Errorf("task.json: capture.max_file_bytes %d must be positive", t.Capture.MaxFileBytes)
