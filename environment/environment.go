@@ -29,6 +29,17 @@ type Environment interface {
 	Version() string
 }
 
+// Sampler is an Environment that names a fixed, seeded sample of a test
+// path's cases as a test path of its own, so a sampled evaluation is
+// cached apart from the full one and picks the same cases for every tree
+// (*ccompiler.Env; the rule is in its sample.go).
+type Sampler interface {
+	// SamplePath returns the test path running size of path's cases
+	// chosen by seed, and false when path is not sampled (its suite has
+	// no more than size cases, or path is not a whole suite).
+	SamplePath(path string, size int, seed int64) (string, bool)
+}
+
 // Sentinel errors callers map to user-facing codes (400 in run_tests).
 var (
 	// ErrUnknownPath: the test path is not one of TestPaths (or escapes).

@@ -59,17 +59,24 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	// One budget for every evaluation of the run: the agent's share of
 	// the host (its sandbox's limits), divided among the slots.
 	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits))
+	cache := source.Cache(s.Store)
 	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
 		return &evalbox.Evaluator{Provider: provider, Env: env,
 			EnvVersion: EnvironmentVersion(env, s.Task), Limits: budget.Limits(), Nice: nice, CaseWorkers: caseWorkers,
-			DenyCCompiler: s.Task.DenyCCompiler}
+			DenyCCompiler: s.Task.DenyCCompiler, Artifacts: s.Task.Artifacts, Cache: cache}
 	}
-	cache := source.Cache(s.Store)
 	if !s.Task.GroundTruth.Off {
 		// Lower priority and half the cores: the recorder and the agent
 		// come first.
 		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(10, max(1, runtime.NumCPU()/2)), Cache: cache,
 			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now, Budget: budget}
+		if sm := s.Task.GroundTruth.Sample; sm != nil {
+			sampler, ok := env.(environment.Sampler)
+			if !ok {
+				return nil, fmt.Errorf("task %s: ground_truth.sample: environment %s cannot sample its test paths", s.Task.Name, s.Task.Environment)
+			}
+			sc.gt.Sample = &groundtruth.Sample{Env: sampler, Size: sm.Size, Seed: sm.Seed}
+		}
 	}
 	if s.Task.AgentRunTests() {
 		// The agent waits for this one: full priority.
@@ -97,8 +104,13 @@ func (sc *scoring) start(ctx context.Context, rep progress.Sink, now func() time
 	if sc.gt == nil {
 		return
 	}
-	sc.bg = groundtruth.Start(ctx, sc.gt, groundtruth.Options{Workers: sc.s.Task.GroundTruth.Workers,
-		FailingTests: sc.s.Task.GroundTruth.FailingTests, Logger: sc.opts.Logger,
+	gt := sc.s.Task.GroundTruth
+	fullEvery := 0
+	if gt.Sample != nil {
+		fullEvery = gt.Sample.FullEvery
+	}
+	sc.bg = groundtruth.Start(ctx, sc.gt, groundtruth.Options{Workers: gt.Workers,
+		FailingTests: gt.FailingTests, Logger: sc.opts.Logger, FullEvery: fullEvery, NoWait: !gt.WaitAtTurnEnd(),
 		OnResult: func(g trace.GroundTruth) {
 			rep.Report(progress.Event{Type: progress.GroundTruth, Time: now(), Part: g.Part,
 				GroundTruth: &progress.GroundTruthScore{Passed: g.Passed, Failed: g.Failed, Total: g.Total, Solved: g.Solved, Error: g.Error}})
@@ -146,7 +158,9 @@ func (sc *scoring) finish(ctx context.Context, parts int, final trace.RepoCheckp
 		// left for replay evaluate (same cache).
 		cancel()
 	} else if final.CommitAfter != "" {
+		// The final tree on the sample (the curve) and in full.
 		sc.bg.Submit(parts, final.CommitAfter)
+		sc.bg.SubmitFull(parts, final.CommitAfter)
 	}
 	sc.bg.Close(wait)
 	if n := sc.bg.Dropped(); n > 0 {
@@ -173,13 +187,11 @@ func (sc *scoring) close() {
 }
 
 // EnvironmentVersion is the version that scores a task's trees: the
-// environment's, marked when the task hides the C compiler (the results
-// differ, so must the cache key; the trace records it for replay).
+// environment's, marked with the task's artifacts and when the task hides
+// the C compiler (the results differ, so must the cache key; the trace
+// records it for replay).
 func EnvironmentVersion(env environment.Environment, tk *task.Task) string {
-	if tk.DenyCCompiler {
-		return env.Version() + evalbox.DenyCCompilerVersion
-	}
-	return env.Version()
+	return evalbox.Version(env.Version(), tk.Artifacts, tk.DenyCCompiler)
 }
 
 // gatewayLedger is the loop's view of the tool gateway's calls.

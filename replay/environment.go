@@ -39,6 +39,17 @@ func (e *EnvironmentEvaluator) Evaluate(ctx context.Context, dir string, paths [
 // result of each path, in order (every case with its expected and actual
 // output: what run_tests answers the agent).
 func (e *EnvironmentEvaluator) EvaluateDetailed(ctx context.Context, dir string, paths []string) (Result, []environment.Result, error) {
+	build := e.Env.Build(ctx, dir, e.Executor)
+	if err := ctx.Err(); err != nil {
+		return Result{}, nil, err
+	}
+	return e.RunBuilt(ctx, dir, build, paths)
+}
+
+// RunBuilt runs every test path against dir, already built (build is its
+// result): the built tree, or a folder holding only the build's artifacts
+// (replay/evalbox), which is all each compile is then shown.
+func (e *EnvironmentEvaluator) RunBuilt(ctx context.Context, dir string, build environment.BuildResult, paths []string) (Result, []environment.Result, error) {
 	workers := e.CaseWorkers
 	if workers <= 0 {
 		trees := e.TreeWorkers
@@ -46,10 +57,6 @@ func (e *EnvironmentEvaluator) EvaluateDetailed(ctx context.Context, dir string,
 			trees = runtime.NumCPU()
 		}
 		workers = max(1, runtime.NumCPU()/trees)
-	}
-	build := e.Env.Build(ctx, dir, e.Executor)
-	if err := ctx.Err(); err != nil {
-		return Result{}, nil, err
 	}
 	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}

@@ -204,6 +204,11 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 		},
 	}
 	out.Stats.TreesEvaluated = len(plan.Trees) - cached
+	for _, r := range results {
+		if r.source == SourceEvaluated && r.err == nil && r.result.Key != nil && r.result.Key.Cached {
+			out.Stats.ArtifactHits++
+		}
+	}
 	if cached == len(plan.Trees) && len(plan.Unresolved) == 0 {
 		out.InputsDigest, _ = inputsDigest(id, opts.EnvironmentName, envVersion, paths, workers, plan, looked)
 	}
@@ -224,6 +229,12 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 				ce.Source = SourceSameTree
 			}
 			ce.DurationMs = 0
+		}
+		if k := r.result.Key; k != nil {
+			ce.Key, ce.Artifact, ce.KeyWhy = k.Key, k.Artifact, k.Why
+			if k.Cached && ce.Source == SourceEvaluated {
+				ce.Source = SourceArtifact
+			}
 		}
 		if r.err != nil {
 			ce.Source = SourceFailed
@@ -362,7 +373,7 @@ func evaluateTrees(ctx context.Context, h History, ev Evaluator, treeCommit map[
 				d := time.Since(t0)
 				var written *CacheEntry
 				if err == nil {
-					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res, DurationMs: d.Milliseconds()}
+					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res.ForTree(), DurationMs: d.Milliseconds()}
 					if perr := cache.Put(ctx, CacheKey(tree, envVersion, paths), e); perr != nil {
 						logger.Warn("evaluation cache write", "tree", tree, "err", perr)
 					} else {

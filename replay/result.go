@@ -45,6 +45,17 @@ const (
 	KeyArtifact = "artifact"
 )
 
+// ForTree is r as the tree's cache entry keeps it: which key the result
+// is kept under, not whether this evaluation found it in the cache.
+func (r Result) ForTree() Result {
+	if r.Key != nil && r.Key.Cached {
+		k := *r.Key
+		k.Cached = false
+		r.Key = &k
+	}
+	return r
+}
+
 // KeyUse is how an evaluation that could key by the build's artifacts
 // did. A task that declares its build's artifacts has every compile
 // shown only those (replay/evalbox), so the result is a function of

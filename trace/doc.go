@@ -92,8 +92,13 @@
 // commit), commit, tree, timestamp, duration_ms, cached, cache_key,
 // key, artifact, artifact_cached, key_why (a task that declares its
 // build's artifacts: which key served the tree), suites [{path, passed,
-// failed, total, build_ok}] in task order, passed, failed, total, solved,
-// error}. It is a summary: the per-case result is
+// failed, total, build_ok, sample_size}] in task order, passed, failed,
+// total, solved, error, sampled, sample_seed}. A sampled result (sampled:
+// true) counts a fixed, seeded sample of each sampled path's cases
+// (sample_size of them, the same cases for every tree of the trajectory);
+// it is never solved (the schema refuses it): "solved" is only decided on
+// the full paths. Absent sampled: every path ran in full. It is a
+// summary: the per-case result is
 // the evaluation-cache entry cache_key, the one `traj replay evaluate`
 // reads. A result rides on the next part because parts are the only
 // records appended after the header; this keeps each append O(part).

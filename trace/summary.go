@@ -217,6 +217,9 @@ func (g GroundTruth) Line() string {
 	if len(suites) > 0 {
 		line += " [" + strings.Join(suites, ", ") + "]"
 	}
+	if g.Sampled {
+		line += ", sampled"
+	}
 	if g.Solved {
 		line += ", solved"
 	}

@@ -201,10 +201,16 @@ type GroundTruth struct {
 	Passed int64        `json:"passed"`
 	Failed int64        `json:"failed"`
 	Total  int64        `json:"total"`
-	// Solved: every required path ran and passed every case.
+	// Solved: every required path ran in full and passed every case.
 	Solved bool `json:"solved"`
 	// Error says why the tree could not be evaluated (no counts then).
 	Error string `json:"error,omitempty"`
+	// Sampled: at least one path ran a fixed, seeded sample of its cases
+	// (the suite's sample_size), not the whole suite; a sampled result is
+	// never solved. Absent: every path ran in full.
+	Sampled bool `json:"sampled,omitempty"`
+	// SampleSeed is the seed of the sample (when Sampled).
+	SampleSeed int64 `json:"sample_seed,omitempty"`
 }
 
 // SuiteCount is one test path's counts in a GroundTruth.
@@ -215,6 +221,9 @@ type SuiteCount struct {
 	Total  int64  `json:"total"`
 	// BuildOK is false when the tree's build.sh failed for this path.
 	BuildOK bool `json:"build_ok"`
+	// SampleSize is the number of the path's cases in its sample when the
+	// path was sampled (equal to Total); absent: the whole path ran.
+	SampleSize int64 `json:"sample_size,omitempty"`
 }
 
 // RepoCheckpoint records the workspace before and after a part. When

@@ -34,6 +34,14 @@ func partAt(m map[string]any, ti, pi int) map[string]any {
 	return turnAt(m, ti)["parts"].([]any)[pi].(map[string]any)
 }
 
+// sampledGroundTruth is a ground truth of a sample of 5 basics cases, all
+// passing.
+func sampledGroundTruth(solved bool) map[string]any {
+	return map[string]any{"part": 2, "commit": strings.Repeat("a", 40), "tree": strings.Repeat("b", 40),
+		"suites": []any{map[string]any{"path": "basics", "passed": 5, "failed": 0, "total": 5, "build_ok": true, "sample_size": 5}},
+		"passed": 5, "failed": 0, "total": 5, "solved": solved, "sampled": true, "sample_seed": 1}
+}
+
 func TestValidate(t *testing.T) {
 	orig := tracetest.OriginalTrace()
 	dir := t.TempDir()
@@ -114,6 +122,13 @@ func TestValidate(t *testing.T) {
 			path: "$.turns[0].parts[0].repo_checkpoint.changed_files", contains: "duplicate key"},
 		{name: "duplicate turns", doc: bytes.Replace(orig, []byte(`"session_end"`), []byte(`"turns": [], "session_end"`), 1),
 			path: "$.turns", contains: "duplicate key"},
+		// A sampled ground truth is never solved (issue 25 item 2).
+		{name: "sampled ground truth", doc: edit(t, orig, func(m map[string]any) {
+			partAt(m, 0, 1)["ground_truth"] = []any{sampledGroundTruth(false)}
+		})},
+		{name: "sampled ground truth solved", doc: edit(t, orig, func(m map[string]any) {
+			partAt(m, 0, 1)["ground_truth"] = []any{sampledGroundTruth(true)}
+		}), path: "$.turns[0].parts[1].ground_truth[0].solved", contains: "schema"},
 		{name: "invalid UTF-8", doc: bytes.Replace(orig, []byte(`"agent": "opencode"`), []byte("\"agent\": \"open\xffcode\""), 1),
 			path: "$", contains: "invalid UTF-8", offset: int64(bytes.Index(orig, []byte(`"agent": "opencode"`)) + len(`"agent": "open`))},
 	}

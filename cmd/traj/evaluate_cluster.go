@@ -38,15 +38,14 @@ type clusterFlags struct {
 // runCluster evaluates t's trees the cache lacks on a cluster, then (Slurm)
 // writes the report from the cache as a local evaluate does.
 func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *source.Trajectory) error {
-	ev, opts, err := c.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false))
-	if err != nil {
-		return err
-	}
 	st, err := t.CacheStore(ctx)
 	if err != nil {
 		return err
 	}
-	opts.Cache = source.Cache(st)
+	ev, opts, err := c.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false), source.Cache(st))
+	if err != nil {
+		return err
+	}
 	parts, commits, err := replay.PartCommitsAt(t.TracePath)
 	if err != nil {
 		return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
@@ -282,15 +281,14 @@ func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer t.Close()
-	ev, opts, err := c.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false))
-	if err != nil {
-		return err
-	}
 	st, err := t.CacheStore(ctx)
 	if err != nil {
 		return err
 	}
-	opts.Cache = source.Cache(st)
+	ev, opts, err := c.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false), source.Cache(st))
+	if err != nil {
+		return err
+	}
 	opts.Progress = func(p replay.Progress) {
 		if p.Commit != "" {
 			fmt.Fprintf(g.Stderr, "task %d: %d/%d trees done (commit %s)\n", idx, p.Done, p.Total, p.Commit)

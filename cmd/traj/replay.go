@@ -142,10 +142,10 @@ type evalFlags struct {
 }
 
 // evaluator builds the evaluator of t's trees and the options of its
-// evaluate (without a cache), as the flags say: the test paths, the
-// environment's version (with the trace's deny_c_compiler) and the
-// sandboxes each tree runs in.
-func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajectory, bar *replay.ProgressBar) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
+// evaluate, as the flags say: the test paths, the environment's version
+// (with what the run marked on it), the sandboxes each tree runs in, and
+// cache (nil: none).
+func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajectory, bar *replay.ProgressBar, cache replay.Cache) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
 	var opts replay.EvaluateOptions
 	env, err := ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir})
 	if err != nil {
@@ -165,14 +165,17 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 		}
 	}
 	opts = replay.EvaluateOptions{
-		TestPaths: paths, Workers: f.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree,
+		TestPaths: paths, Workers: f.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree, Cache: cache,
 	}
-	version := env.Version()
-	deny := t.Trace.Environment != nil && strings.HasSuffix(t.Trace.Environment.Version, evalbox.DenyCCompilerVersion)
-	if deny {
-		// The run hid the C compiler from its evaluations: so does replay.
-		version += evalbox.DenyCCompilerVersion
+	// What the run marked on its environment version (the task hid the C
+	// compiler, its compiles saw only the build's artifacts), replay does
+	// too.
+	var artifacts []string
+	var deny bool
+	if e := t.Trace.Environment; e != nil {
+		artifacts, deny = evalbox.ParseVersion(e.Version)
 	}
+	version := evalbox.Version(env.Version(), artifacts, deny)
 	provider := f.Sandbox
 	if provider == "" {
 		if provider, err = sandbox.Default(ctx); err != nil {
@@ -190,6 +193,7 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 	// in a sandbox of their own (local: on the host, for trusted trees);
 	// the evaluator is this process.
 	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
+		Artifacts: artifacts, Cache: cache,
 		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
 		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 	g.Logger.Info("evaluating", "sandbox", provider)
@@ -233,17 +237,18 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		return c.runCluster(ctx, g, t)
 	}
-	bar := replay.NewProgressBar(g.Stderr, isTerminal(g.Stderr))
-	ev, opts, err := c.evaluator(ctx, g, t, bar)
-	if err != nil {
-		return err
-	}
+	var cache replay.Cache
 	if !c.NoCache {
 		st, err := t.CacheStore(ctx)
 		if err != nil {
 			return err
 		}
-		opts.Cache = source.Cache(st)
+		cache = source.Cache(st)
+	}
+	bar := replay.NewProgressBar(g.Stderr, isTerminal(g.Stderr))
+	ev, opts, err := c.evaluator(ctx, g, t, bar, cache)
+	if err != nil {
+		return err
 	}
 	parts, commits, err := replay.PartCommitsAt(t.TracePath)
 	if err != nil {

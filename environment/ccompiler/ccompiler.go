@@ -168,6 +168,9 @@ func (e *Env) cases(testPath string) ([]testCase, error) {
 	if p.Selector == "" {
 		return s.cases, nil
 	}
+	if p.Sample {
+		return sampleCases(s.cases, p.N, p.Seed), nil
+	}
 	var out []testCase
 	switch p.Suite {
 	case SuiteBasics, SuiteWacct:

@@ -81,6 +81,15 @@
 // missing fails with environment.ErrSuiteMissing naming the folder and the
 // public repository to copy it from.
 //
+// <suite>/sample_<size>_<seed> (any suite but "all") runs a fixed, seeded,
+// stratified sample of size of the suite's cases (strata: basics
+// categories, wacct chapters, the part_<n> shards; proportional
+// allocation, one case per stratum where size allows; the rule is in
+// sample.go). It is not listed in TestPaths (run_tests refuses it);
+// ground truth runs it when the task samples (SamplePath,
+// environment.Sampler), and its test path keeps its results apart from
+// the full suite's in the evaluation cache.
+//
 // # Execution
 //
 // Cases run in parallel (RunOptions.Workers, default the CPU count), each

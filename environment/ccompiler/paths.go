@@ -26,12 +26,16 @@ const (
 )
 
 // TestPath is a parsed test path: a suite (or "all") and an optional
-// selector: a basics category, "chapter_<n>" for wacct, or "part_<n>" for
-// the sharded suites (N is then set).
+// selector: a basics category, "chapter_<n>" for wacct, "part_<n>" for
+// the sharded suites (N is then set), or for any suite
+// "sample_<size>_<seed>", a fixed sample of its cases (Sample; N is the
+// size; see sample.go).
 type TestPath struct {
 	Suite    string
 	Selector string
 	N        int
+	Sample   bool
+	Seed     int64
 }
 
 func (p TestPath) String() string {
@@ -68,6 +72,25 @@ func ParseTestPath(s string) (TestPath, error) {
 		if hasSel {
 			return TestPath{}, fmt.Errorf("%w: %q: \"all\" takes no selector", environment.ErrUnknownPath, s)
 		}
+	case SuiteBasics, SuiteWacct, SuiteCTestsuite, SuiteTorture, SuiteTortureStd:
+		if size, seed, ok := parseSample(sel); hasSel && ok {
+			p.N, p.Sample, p.Seed = size, true, seed
+			return p, nil
+		}
+		if hasSel && strings.HasPrefix(sel, sampleSelector) {
+			return TestPath{}, fmt.Errorf("%w: %q: want %s/sample_<size>_<seed>", environment.ErrUnknownPath, s, suite)
+		}
+		return parseSelector(p, s, hasSel)
+	default:
+		return TestPath{}, fmt.Errorf("%w: %q: unknown suite", environment.ErrUnknownPath, s)
+	}
+	return p, nil
+}
+
+// parseSelector checks a suite's own selector (not a sample).
+func parseSelector(p TestPath, s string, hasSel bool) (TestPath, error) {
+	suite, sel := p.Suite, p.Selector
+	switch suite {
 	case SuiteBasics:
 	case SuiteWacct:
 		if hasSel {
@@ -85,8 +108,6 @@ func ParseTestPath(s string) (TestPath, error) {
 			}
 			p.N = n
 		}
-	default:
-		return TestPath{}, fmt.Errorf("%w: %q: unknown suite", environment.ErrUnknownPath, s)
 	}
 	return p, nil
 }

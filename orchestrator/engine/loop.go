@@ -263,8 +263,9 @@ func (l *Loop) continuation(st task.Standing) (string, error) {
 }
 
 // standing is where the run stands after a turn: ground truth of the
-// workspace's checkpoint when the loop has it (waiting for it), else the
-// agent's run_tests calls.
+// workspace's checkpoint when the loop has it (waiting for it, unless the
+// task's ground_truth.wait is false: then the latest result landed),
+// else the agent's run_tests calls.
 func (l *Loop) standing(ctx context.Context) (task.Standing, bool, error) {
 	if l.cfg.GroundTruth == nil {
 		return task.Standing{Status: l.tests.list()}, l.tests.solved(), nil

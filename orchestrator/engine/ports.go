@@ -47,8 +47,10 @@ type GroundTruth interface {
 	// SolvedAt is the part whose checkpoint first passed every required
 	// path (0: none yet).
 	SolvedAt() int
-	// AtTurnEnd waits for commit's result and returns the standing for
-	// the continuation prompt and whether it is solved.
+	// AtTurnEnd waits for commit's result (unless the task says not to
+	// wait: then the standing is the latest result landed and names its
+	// part) and returns the standing for the continuation prompt and
+	// whether it is solved (only ever by a full, not a sampled, result).
 	AtTurnEnd(ctx context.Context, part int, commit string) (task.Standing, bool, error)
 }
 

@@ -29,17 +29,37 @@ type Options struct {
 	// line); it must not block.
 	OnResult func(trace.GroundTruth)
 	Logger   *slog.Logger
+	// FullEvery, with a sampling Scorer, evaluates every k-th checkpoint
+	// submitted on the full paths too (0: never).
+	FullEvery int
+	// NoWait: AtTurnEnd does not wait; it reports the latest result
+	// landed (task setting ground_truth.wait false).
+	NoWait bool
 }
 
-// job is one checkpoint to evaluate.
+// job is one evaluation of a checkpoint: of the sample (when the Scorer
+// samples) or of the full paths.
 type job struct {
 	part   int
 	commit string
+	full   bool
 }
+
+// jobKey names an evaluation: a commit, sampled or full.
+type jobKey struct {
+	commit string
+	full   bool
+}
+
+func (j job) key() jobKey { return jobKey{j.commit, j.full} }
 
 // Background evaluates checkpoints as they are made, newest first, each
 // distinct commit once, and keeps the results until the recorder takes
-// them into the trace.
+// them into the trace. With a sampling Scorer every checkpoint is
+// evaluated on the sample (the comparable curve) and, on the full paths,
+// each new best by sampled score, each sample that passes completely,
+// every FullEvery-th checkpoint and what SubmitFull is given (the final
+// tree); only full results can be solved.
 type Background struct {
 	s    *Scorer
 	opts Options
@@ -52,15 +72,19 @@ type Background struct {
 	wake    *sync.Cond
 	waiting []job // newest last
 	closed  bool
-	// known: every commit submitted (queued, running or done).
-	known map[string]bool
-	done  map[string]trace.GroundTruth
+	// known: every evaluation submitted (queued, running or done).
+	known map[jobKey]bool
+	done  map[jobKey]trace.GroundTruth
 	// untaken: results not yet handed to the trace, in landing order.
 	untaken  []trace.GroundTruth
 	latest   *trace.GroundTruth
 	solvedAt int
 	dropped  int
-	changed  chan struct{}
+	// checkpoints counts Submit's distinct commits (for FullEvery);
+	// bestSampled is the most cases a sampled result passed.
+	checkpoints int
+	bestSampled int64
+	changed     chan struct{}
 	// turnDetail is the per-case result of the last AtTurnEnd.
 	turnDetail   replay.Result
 	turnDetailOK bool
@@ -77,7 +101,7 @@ func Start(ctx context.Context, s *Scorer, opts Options) *Background {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Background{s: s, opts: opts, log: opts.Logger, known: map[string]bool{}, done: map[string]trace.GroundTruth{},
+	b := &Background{s: s, opts: opts, log: opts.Logger, known: map[jobKey]bool{}, done: map[jobKey]trace.GroundTruth{},
 		changed: make(chan struct{})}
 	b.wake = sync.NewCond(&b.mu)
 	b.ctx, b.stop = context.WithCancel(context.WithoutCancel(ctx))
@@ -88,26 +112,66 @@ func Start(ctx context.Context, s *Scorer, opts Options) *Background {
 	return b
 }
 
-// Submit queues commit, made by part's checkpoint; a commit already
-// submitted is ignored. It never blocks.
+// sampling reports whether checkpoints are evaluated on a sample first.
+func (b *Background) sampling() bool {
+	_, ok := b.s.runPaths()
+	return ok
+}
+
+// Submit queues commit, made by part's checkpoint (on the sample when the
+// Scorer samples, and in full every FullEvery-th checkpoint); a commit
+// already submitted is ignored. It never blocks.
 func (b *Background) Submit(part int, commit string) {
 	if commit == "" {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || b.known[commit] {
+	if b.closed {
 		return
 	}
-	b.known[commit] = true
+	if !b.sampling() {
+		b.queue(job{part, commit, true})
+		return
+	}
+	if b.known[jobKey{commit, false}] {
+		return
+	}
+	b.queue(job{part, commit, false})
+	b.checkpoints++
+	if k := b.opts.FullEvery; k > 0 && b.checkpoints%k == 0 {
+		b.queue(job{part, commit, true})
+	}
+}
+
+// SubmitFull queues commit's evaluation on the full paths (the final
+// tree); it never blocks.
+func (b *Background) SubmitFull(part int, commit string) {
+	if commit == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.queue(job{part, commit, true})
+	}
+}
+
+// queue adds j unless it is known (b.mu held). When the queue is full the
+// oldest waiting evaluation is dropped.
+func (b *Background) queue(j job) {
+	if b.known[j.key()] {
+		return
+	}
+	b.known[j.key()] = true
 	if len(b.waiting) >= b.opts.Queue {
 		old := b.waiting[0]
 		b.waiting = b.waiting[1:]
-		delete(b.known, old.commit)
+		delete(b.known, old.key())
 		b.dropped++
-		b.log.Warn("ground truth falls behind: a checkpoint is left for replay evaluate", "part", old.part, "commit", old.commit)
+		b.log.Warn("ground truth falls behind: a checkpoint is left for replay evaluate", "part", old.part, "commit", old.commit, "full", old.full)
 	}
-	b.waiting = append(b.waiting, job{part, commit})
+	b.waiting = append(b.waiting, j)
 	b.wake.Signal()
 }
 
@@ -127,20 +191,39 @@ func (b *Background) work() {
 		b.waiting = b.waiting[:len(b.waiting)-1]
 		b.mu.Unlock()
 
-		g, err := b.s.Score(b.ctx, j.part, j.commit)
+		score := b.s.Score
+		if !j.full {
+			score = b.s.ScoreSampled
+		}
+		g, err := score(b.ctx, j.part, j.commit)
 		if err != nil {
 			b.mu.Lock()
-			delete(b.known, j.commit)
+			delete(b.known, j.key())
 			b.mu.Unlock()
 			return // cancelled
 		}
-		b.land(g)
+		b.land(j, g)
 	}
 }
 
-func (b *Background) land(g trace.GroundTruth) {
+func (b *Background) land(j job, g trace.GroundTruth) {
 	b.mu.Lock()
-	b.done[g.Commit] = g
+	b.done[j.key()] = g
+	if !g.Sampled {
+		// A full result also answers whoever waits for the sample.
+		if _, ok := b.done[jobKey{j.commit, false}]; !ok {
+			b.done[jobKey{j.commit, false}] = g
+		}
+	}
+	if g.Sampled && g.Error == "" {
+		// Solved is only decided on the full paths: a new best and a
+		// sample that passes completely are evaluated in full. This runs
+		// while closing too: the worker landing it takes the job.
+		if all := allPassed(g); all || g.Passed > b.bestSampled {
+			b.bestSampled = max(b.bestSampled, g.Passed)
+			b.queue(job{j.part, j.commit, true})
+		}
+	}
 	b.untaken = append(b.untaken, g)
 	if b.latest == nil || g.Part >= b.latest.Part {
 		c := g
@@ -152,7 +235,7 @@ func (b *Background) land(g trace.GroundTruth) {
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
-	b.log.Debug("ground truth landed", "part", g.Part, "commit", g.Commit, "cached", g.Cached, "duration_ms", g.DurationMs)
+	b.log.Debug("ground truth landed", "part", g.Part, "commit", g.Commit, "sampled", g.Sampled, "cached", g.Cached, "duration_ms", g.DurationMs)
 	if b.opts.OnResult != nil {
 		b.opts.OnResult(g)
 	}
@@ -186,13 +269,25 @@ func (b *Background) SolvedAt() int {
 	return b.solvedAt
 }
 
-// Wait returns commit's result, submitting it (as part's) when it was not,
-// and waiting until it lands or ctx ends.
+// Wait returns commit's first result (its sample's when the Scorer
+// samples, or a full one that landed first), submitting it (as part's)
+// when it was not, and waiting until it lands or ctx ends.
 func (b *Background) Wait(ctx context.Context, part int, commit string) (trace.GroundTruth, error) {
 	b.Submit(part, commit)
+	return b.await(ctx, jobKey{commit, !b.sampling()})
+}
+
+// WaitFull returns commit's result on the full paths, submitting it when
+// it was not.
+func (b *Background) WaitFull(ctx context.Context, part int, commit string) (trace.GroundTruth, error) {
+	b.SubmitFull(part, commit)
+	return b.await(ctx, jobKey{commit, true})
+}
+
+func (b *Background) await(ctx context.Context, k jobKey) (trace.GroundTruth, error) {
 	for {
 		b.mu.Lock()
-		g, ok := b.done[commit]
+		g, ok := b.done[k]
 		ch := b.changed
 		b.mu.Unlock()
 		if ok {
@@ -237,17 +332,41 @@ func (b *Background) Close(ctx context.Context) {
 }
 
 // AtTurnEnd waits for the ground truth of commit (the workspace at the
-// end of a turn, made by part) and returns the standing the continuation
-// prompt reports, and whether it is solved. Fixed and regressed tests are
+// end of a turn, made by part; when its sample passes completely, for the
+// full paths' result too) and returns the standing the continuation
+// prompt reports, and whether it is solved. With NoWait it does not wait:
+// the standing is the latest result landed, which says its part (or that
+// none landed yet), and commit is queued. Fixed and regressed tests are
 // counted against the previous AtTurnEnd's result.
 func (b *Background) AtTurnEnd(ctx context.Context, part int, commit string) (task.Standing, bool, error) {
-	g, err := b.Wait(ctx, part, commit)
-	if err != nil {
-		return task.Standing{}, false, err
+	var g trace.GroundTruth
+	if b.opts.NoWait {
+		b.Submit(part, commit)
+		latest, ok := b.Latest()
+		if !ok {
+			st := task.Standing{GroundTruth: true, Pending: true, Now: part}
+			for _, p := range b.s.Paths {
+				st.Status = append(st.Status, task.PathStatus{Path: p})
+			}
+			return st, b.SolvedAt() > 0, nil
+		}
+		g = latest
+	} else {
+		var err error
+		if g, err = b.Wait(ctx, part, commit); err == nil && g.Sampled && allPassed(g) {
+			g, err = b.WaitFull(ctx, part, commit)
+		}
+		if err != nil {
+			return task.Standing{}, false, err
+		}
 	}
-	st := task.Standing{GroundTruth: true, Part: g.Part}
+	st := task.Standing{GroundTruth: true, Part: g.Part, Sampled: g.Sampled}
+	if g.Commit != commit {
+		st.Now = part // the latest landed is of an older checkpoint
+	}
 	for _, c := range g.Suites {
-		ps := task.PathStatus{Path: c.Path, Seen: true, Passed: int(c.Passed), Failed: int(c.Failed), Total: int(c.Total)}
+		ps := task.PathStatus{Path: c.Path, Seen: true, Passed: int(c.Passed), Failed: int(c.Failed), Total: int(c.Total),
+			Sample: int(c.SampleSize)}
 		if !c.BuildOK {
 			ps.Error = "the build failed (build.sh must produce ./cc)"
 		}
@@ -287,7 +406,7 @@ func (b *Background) AtTurnEnd(ctx context.Context, part int, commit string) (ta
 			st.Regressed, st.RegressedCount = capped(regressed, max)
 		}
 	}
-	return st, g.Solved, nil
+	return st, g.Solved || (b.opts.NoWait && b.SolvedAt() > 0), nil
 }
 
 // caseSets lists a result's failing and passing tests (suite/case),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ type fakeEvaluator struct {
 
 	mu    sync.Mutex
 	order []string // the "mark" file of each tree evaluated, in order
+	runs  []string // "mark path,path…" of each evaluation
 }
 
 func (f *fakeEvaluator) Version() string { return "fake-1" }
@@ -45,10 +47,20 @@ func (f *fakeEvaluator) Evaluate(ctx context.Context, dir string, paths []string
 	f.mu.Lock()
 	f.order = append(f.order, strings.TrimSpace(string(mark)))
 	f.mu.Unlock()
+	f.mu.Lock()
+	f.runs = append(f.runs, strings.TrimSpace(string(mark))+" "+strings.Join(paths, ","))
+	f.mu.Unlock()
 	res := replay.Result{Suites: map[string]replay.SuiteResult{}}
 	for _, p := range paths {
 		s := replay.SuiteResult{}
-		for _, c := range f.cases {
+		cases := f.cases
+		if _, sel, ok := strings.Cut(p, "/sample_"); ok {
+			// fakeSampler's path: the first <size> cases.
+			size, _, _ := strings.Cut(sel, "_")
+			n, _ := strconv.Atoi(size)
+			cases = cases[:n]
+		}
+		for _, c := range cases {
 			_, err := os.Stat(filepath.Join(dir, "pass", c))
 			ok := err == nil
 			s.Cases = append(s.Cases, replay.CaseResult{Name: p + "/" + c, Passed: ok})

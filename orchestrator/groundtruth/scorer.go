@@ -57,6 +57,35 @@ type Scorer struct {
 	// Budget, when set, is the run's evaluation budget: every evaluation
 	// (not a cache hit) waits for one of its slots.
 	Budget *Budget
+	// Sample, when set, is what ScoreSampled runs of each required path.
+	Sample *Sample
+}
+
+// Sample is a fixed, seeded sample of each required path's cases, named
+// by the environment as a test path of its own (so cached apart from the
+// full path, and the same cases for every tree).
+type Sample struct {
+	Env  environment.Sampler
+	Size int
+	Seed int64
+}
+
+// runPaths are the test paths a sampled evaluation runs, one per required
+// path (the path itself when the environment does not sample it), and
+// whether any is a sample.
+func (s *Scorer) runPaths() ([]string, bool) {
+	if s.Sample == nil {
+		return s.Paths, false
+	}
+	out := make([]string, len(s.Paths))
+	sampled := false
+	for i, p := range s.Paths {
+		out[i] = p
+		if sp, ok := s.Sample.Env.SamplePath(p, s.Sample.Size, s.Sample.Seed); ok {
+			out[i], sampled = sp, true
+		}
+	}
+	return out, sampled
 }
 
 // slot waits for an evaluation slot of the budget (at once without one).
@@ -85,6 +114,19 @@ func (s *Scorer) now() time.Time {
 // summarizes it. An evaluation that could not be done is a GroundTruth
 // with Error set, not an error; the error is only ctx's.
 func (s *Scorer) Score(ctx context.Context, part int, commit string) (trace.GroundTruth, error) {
+	return s.score(ctx, part, commit, s.Paths)
+}
+
+// ScoreSampled is Score on the sample of each required path (Sample);
+// when no path is sampled it is Score, and its result says so (not
+// Sampled).
+func (s *Scorer) ScoreSampled(ctx context.Context, part int, commit string) (trace.GroundTruth, error) {
+	run, _ := s.runPaths()
+	return s.score(ctx, part, commit, run)
+}
+
+// score evaluates commit on run, the required paths or their samples.
+func (s *Scorer) score(ctx context.Context, part int, commit string, run []string) (trace.GroundTruth, error) {
 	start := s.now()
 	g := trace.GroundTruth{Part: part, Commit: commit, Suites: []trace.SuiteCount{}}
 	tree, err := s.Trees.CommitTree(commit)
@@ -94,15 +136,21 @@ func (s *Scorer) Score(ctx context.Context, part int, commit string) (trace.Grou
 		return g, nil
 	}
 	g.Tree = tree
-	res, key, cached, err := s.scoreTree(ctx, tree)
+	res, key, cached, err := s.scoreTree(ctx, tree, run)
 	if ctx.Err() != nil {
 		return g, ctx.Err()
 	}
 	g.CacheKey, g.Cached = key, cached
+	if k := res.Key; k != nil {
+		g.Key, g.Artifact, g.ArtifactCached, g.KeyWhy = k.Key, k.Artifact, k.Cached, k.Why
+	}
 	if err != nil {
 		g.Error = err.Error()
 	} else {
-		summarize(&g, res, s.Paths)
+		summarize(&g, res, s.Paths, run)
+		if g.Sampled {
+			g.SampleSeed = s.Sample.Seed
+		}
 	}
 	g.Timestamp = trace.Timestamp(s.now())
 	g.DurationMs = s.now().Sub(start).Milliseconds()
@@ -122,9 +170,9 @@ func (s *Scorer) Detail(ctx context.Context, g trace.GroundTruth) (replay.Result
 	return e.Result, true
 }
 
-func (s *Scorer) scoreTree(ctx context.Context, tree string) (replay.Result, string, bool, error) {
+func (s *Scorer) scoreTree(ctx context.Context, tree string, paths []string) (replay.Result, string, bool, error) {
 	version := s.Eval.Version()
-	key := replay.CacheKey(tree, version, s.Paths)
+	key := replay.CacheKey(tree, version, paths)
 	if s.Cache != nil {
 		e, ok, err := s.Cache.Get(ctx, key)
 		switch {
@@ -145,14 +193,14 @@ func (s *Scorer) scoreTree(ctx context.Context, tree string) (replay.Result, str
 	var res replay.Result
 	err = s.withTree(ctx, tree, func(dir string) error {
 		var err error
-		res, err = s.Eval.Evaluate(ctx, dir, s.Paths)
+		res, err = s.Eval.Evaluate(ctx, dir, paths)
 		return err
 	})
 	if err != nil {
 		return replay.Result{}, key, false, err
 	}
 	if s.Cache != nil {
-		e := replay.CacheEntry{Tree: tree, EnvVersion: version, TestPaths: s.Paths, Result: res,
+		e := replay.CacheEntry{Tree: tree, EnvVersion: version, TestPaths: paths, Result: res.ForTree(),
 			DurationMs: time.Since(start).Milliseconds()}
 		if err := s.Cache.Put(ctx, key, e); err != nil {
 			s.log().Warn("write evaluation cache", "tree", tree, "err", err)
@@ -201,13 +249,19 @@ func (s *Scorer) RunTests(ctx context.Context, tree, path string) (environment.R
 	return run, waited, err
 }
 
-// summarize fills g's counts from res, per required path in task order.
-func summarize(g *trace.GroundTruth, res replay.Result, paths []string) {
+// summarize fills g's counts from res, per required path in task order;
+// run[i] is the test path that ran for paths[i] (a sample of it, or
+// itself). A result with any sampled path is never solved.
+func summarize(g *trace.GroundTruth, res replay.Result, paths, run []string) {
 	g.Solved = len(paths) > 0
-	for _, p := range paths {
-		sr, ok := res.Suites[p]
+	for i, p := range paths {
+		sr, ok := res.Suites[run[i]]
 		c := trace.SuiteCount{Path: p, Passed: int64(sr.Passed), Failed: int64(sr.Failed), Total: int64(sr.Total),
 			BuildOK: ok && sr.Error == ""}
+		if run[i] != p {
+			c.SampleSize = int64(sr.Total)
+			g.Sampled = true
+		}
 		g.Suites = append(g.Suites, c)
 		g.Passed += c.Passed
 		g.Failed += c.Failed
@@ -216,4 +270,21 @@ func summarize(g *trace.GroundTruth, res replay.Result, paths []string) {
 			g.Solved = false
 		}
 	}
+	if g.Sampled {
+		g.Solved = false
+	}
+}
+
+// allPassed reports whether every path of g ran and passed every case it
+// ran (for a sampled result: every case of its sample).
+func allPassed(g trace.GroundTruth) bool {
+	if g.Error != "" || len(g.Suites) == 0 {
+		return false
+	}
+	for _, c := range g.Suites {
+		if !c.BuildOK || c.Total == 0 || c.Failed > 0 || c.Passed != c.Total {
+			return false
+		}
+	}
+	return true
 }

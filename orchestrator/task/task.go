@@ -8,11 +8,15 @@
 //	             "test_paths": ["basics", …], "prompt": "prompt.md",
 //	             "capture": {"exclude": ["/target/"], "max_file_bytes": 10485760},
 //	             "feedback": "failures", "run_tests": true, "deny_c_compiler": false,
+//	             "artifacts": ["cc"],
 //	             "ground_truth": {"off": false, "stop_at_first": false,
-//	                              "failing_tests": 10, "workers": 1}}
+//	                              "failing_tests": 10, "workers": 1, "wait": true,
+//	                              "sample": {"size": 20, "seed": 1, "full_every": 10}}}
 //	prompt.md   the first prompt, a text/template: {{.Name}}, {{.TestPaths}}
 //	continue.md optional continuation prompt template: {{.Name}}, {{.TestPaths}},
 //	            {{.Status}} (one line per required test path, unsolved first),
+//	            {{.Source}} (where the status comes from: the agent's
+//	            run_tests calls, or traj's evaluation of which part),
 //	            {{.Turn}} (the turn about to start)
 //
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
@@ -27,6 +31,26 @@
 // names); "off" returns to version 1's rule (the agent's run_tests calls),
 // "stop_at_first" ends the run at the first passing checkpoint, mid-turn.
 //
+// "ground_truth": {"sample": {"size": 20, "seed": 1, "full_every": 10}}
+// scores the background curve on a sample: each required path that is a
+// whole suite of more than size cases runs size of them, chosen by seed,
+// stratified over the suite's groups (the environment's rule; for the C
+// compiler: categories, chapters, part shards, in proportion, one per
+// group where size allows). The sample is the same for every tree, so the
+// curve stays comparable. The full paths run too for the final tree, each
+// new best (a sampled result passing more cases than every earlier one,
+// or all of its sample) and every full_every-th checkpoint. Every result
+// in the trace says whether it was sampled and each path's sample size;
+// "solved" is only decided on the full paths (a sampled 100 % queues the
+// tree in full). Full results are cached under the key `traj replay
+// evaluate` uses, so it evaluates afterwards only the trees never run in
+// full.
+//
+// "ground_truth": {"wait": false} records without waiting for ground
+// truth at turn ends: the next turn starts at once and its prompt reports
+// the latest result that landed, saying which part's checkpoint it is
+// from (and, when none has landed yet, that none has).
+//
 // "deny_c_compiler" enforces the C-compiler task's rule that the agent's
 // compiler must not call a C compiler: every evaluation sandbox covers
 // gcc's front ends (cc1, cc1plus), so gcc still assembles and links but a
@@ -35,6 +59,18 @@
 // applies it too. The built-in task leaves it off because the scripted
 // demo's agent writes a gcc wrapper; turn it on in a copy of the task
 // folder for real runs.
+//
+// "artifacts" lists what the build produces and the compiles need
+// (c-compiler: ["cc"]): every compile, in ground truth, run_tests and
+// replay evaluate alike, is shown a folder holding only these, copied out
+// of the built tree, so ./cc must not read the rest of the repository.
+// A result then depends on their bytes alone and is kept under their
+// digest: trees that change notes, plans or tests but build the same
+// compiler are built, not tested again. The digest serves only when a
+// sandbox shows the compiles nothing else and a second build of the tree
+// gave the same artifacts; otherwise the tree's key serves, and the
+// trace's ground_truth and evaluation.json say which and why. The trace
+// records the list in environment.version, so replay evaluate applies it.
 //
 // "capture" decides what each checkpoint records (the agent's .gitignore
 // files play no part): "exclude" lists gitignore-syntax patterns, relative
@@ -66,6 +102,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -94,6 +131,11 @@ type Task struct {
 	// truth, run_tests, replay): a compiler that calls a C compiler
 	// scores 0 (bwrap evaluation sandboxes only).
 	DenyCCompiler bool `json:"deny_c_compiler,omitempty"`
+	// Artifacts is what the build produces and the compiles need (paths
+	// relative to the tree, a trailing "/" for a folder): every compile
+	// is shown only these, and evaluations are kept under their digest
+	// (see the package doc).
+	Artifacts []string `json:"artifacts,omitempty"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
 
@@ -115,7 +157,33 @@ type GroundTruthSettings struct {
 	// Workers evaluate trees at once (default 1: one tree's cases use
 	// every core already).
 	Workers int `json:"workers,omitempty"`
+	// Sample, when set, scores the background curve on a fixed sample
+	// of each required path's cases (see the package doc).
+	Sample *SampleSettings `json:"sample,omitempty"`
+	// Wait: a turn end waits for the ground truth of the workspace
+	// (default true). False: the turn ends at once and the continuation
+	// prompt reports the latest result landed, naming its part.
+	Wait *bool `json:"wait,omitempty"`
 }
+
+// SampleSettings configure sampled ground truth.
+type SampleSettings struct {
+	// Size is the number of cases sampled from each required path that
+	// is a whole suite of more cases (1 to MaxSampleSize).
+	Size int `json:"size"`
+	// Seed picks the sample (0 to MaxSampleSize); the same for every tree.
+	Seed int64 `json:"seed,omitempty"`
+	// FullEvery evaluates every k-th checkpoint on the full paths too
+	// (0: only the final tree and each new best).
+	FullEvery int `json:"full_every,omitempty"`
+}
+
+// MaxSampleSize bounds a sample's size and seed (the test path that
+// names a sample writes them in at most 6 digits).
+const MaxSampleSize = 999999
+
+// WaitAtTurnEnd reports whether turn ends wait for ground truth.
+func (g GroundTruthSettings) WaitAtTurnEnd() bool { return g.Wait == nil || *g.Wait }
 
 // DefaultFailingTests is GroundTruthSettings.FailingTests's default.
 const DefaultFailingTests = 10
@@ -223,6 +291,9 @@ func (t *Task) validate() error {
 		}
 		seen[p] = true
 	}
+	if err := evalbox.CheckArtifacts(t.Artifacts); err != nil {
+		return fmt.Errorf("task.json: artifacts: %w", err)
+	}
 	if t.Capture.MaxFileBytes < 0 {
 		return fmt.Errorf("task.json: capture.max_file_bytes %d must be positive", t.Capture.MaxFileBytes)
 	}
@@ -246,6 +317,16 @@ func (t *Task) validate() error {
 		gt.FailingTests = DefaultFailingTests
 	case gt.FailingTests < -1:
 		return fmt.Errorf("task.json: ground_truth.failing_tests %d: want -1 (none) or more", gt.FailingTests)
+	}
+	if sm := t.GroundTruth.Sample; sm != nil {
+		switch {
+		case sm.Size < 1 || sm.Size > MaxSampleSize:
+			return fmt.Errorf("task.json: ground_truth.sample.size %d: want 1 to %d", sm.Size, MaxSampleSize)
+		case sm.Seed < 0 || sm.Seed > MaxSampleSize:
+			return fmt.Errorf("task.json: ground_truth.sample.seed %d: want 0 to %d", sm.Seed, MaxSampleSize)
+		case sm.FullEvery < 0:
+			return fmt.Errorf("task.json: ground_truth.sample.full_every %d: want 0 (never) or more", sm.FullEvery)
+		}
 	}
 	if t.GroundTruth.Workers < 0 || t.GroundTruth.Workers > 64 {
 		return fmt.Errorf("task.json: ground_truth.workers %d: want 1 to 64", t.GroundTruth.Workers)
@@ -288,11 +369,15 @@ type PathStatus struct {
 	Failed int
 	Total  int
 	Error  string
+	// Sample is the number of cases of the path's sample when the result
+	// is of a sample (0: the whole path ran); a sample never solves it.
+	Sample int
 }
 
-// Solved reports whether every test of the path passed in its latest run.
+// Solved reports whether every test of the path passed in its latest run
+// of the whole path.
 func (s PathStatus) Solved() bool {
-	return s.Seen && s.Error == "" && s.Total > 0 && s.Failed == 0 && s.Passed == s.Total
+	return s.Seen && s.Error == "" && s.Total > 0 && s.Failed == 0 && s.Passed == s.Total && s.Sample == 0
 }
 
 // String is one line for a continuation prompt.
@@ -304,6 +389,8 @@ func (s PathStatus) String() string {
 		return fmt.Sprintf("- %s: error: %s", s.Path, s.Error)
 	case s.Solved():
 		return fmt.Sprintf("- %s: solved (%d/%d passed)", s.Path, s.Passed, s.Total)
+	case s.Sample > 0:
+		return fmt.Sprintf("- %s: %d/%d passed, %d failing (a fixed sample of %d of its cases; the whole suite decides)", s.Path, s.Passed, s.Total, s.Failed, s.Sample)
 	default:
 		return fmt.Sprintf("- %s: %d/%d passed, %d failing", s.Path, s.Passed, s.Total, s.Failed)
 	}
@@ -318,6 +405,13 @@ type Standing struct {
 	// otherwise it comes from the agent's run_tests calls.
 	GroundTruth bool
 	Part        int
+	// Sampled: the ground truth ran a sample of some paths' cases.
+	Sampled bool
+	// Pending: no ground truth has landed yet (the turn end did not wait).
+	Pending bool
+	// Now is the part the workspace is at when the turn ended, when
+	// later than Part (the turn end did not wait for its evaluation).
+	Now int
 	// Failing, Fixed and Regressed name tests (suite/case), capped;
 	// the counts are the whole numbers.
 	Failing, Fixed, Regressed                []string
@@ -342,11 +436,11 @@ func (t *Task) Continuation(turn int, st Standing) (string, error) {
 			names("\n\nRegressed since the last turn (passed before, fail now)", st.Regressed, st.RegressedCount) +
 			names("\n\nFailing tests", st.Failing, st.FailingCount)
 	}
+	source := "from your run_tests calls"
+	if st.GroundTruth {
+		source = st.source()
+	}
 	if t.continuation == nil {
-		source := "from your run_tests calls"
-		if st.GroundTruth {
-			source = fmt.Sprintf("traj's evaluation of your workspace at part %d", st.Part)
-		}
 		return "Keep working on the task. Latest results of the required test paths " +
 			"(" + source + "), unsolved first:\n" + statusText +
 			"\n\nFix the failing tests, run the tests again, and continue until every " +
@@ -357,11 +451,29 @@ func (t *Task) Continuation(turn int, st Standing) (string, error) {
 		Name      string
 		TestPaths []string
 		Status    string
+		Source    string
 		Turn      int
-	}{t.Name, t.TestPaths, statusText, turn}); err != nil {
+	}{t.Name, t.TestPaths, statusText, source, turn}); err != nil {
 		return "", fmt.Errorf("render continuation of task %s: %w", t.Name, err)
 	}
 	return b.String(), nil
+}
+
+// source says where a ground-truth standing comes from: which part's
+// checkpoint, whether it is the latest landed of an older one, and
+// whether it is of a sample.
+func (st Standing) source() string {
+	if st.Pending {
+		return "traj's evaluation of your workspace has not landed yet; it runs in the background"
+	}
+	out := fmt.Sprintf("traj's evaluation of your workspace at part %d", st.Part)
+	if st.Now > st.Part {
+		out += fmt.Sprintf(", the latest that landed; your workspace is now at part %d and is still being evaluated", st.Now)
+	}
+	if st.Sampled {
+		out += "; on a fixed sample of each suite's cases"
+	}
+	return out
 }
 
 // names is a titled list of test names for a continuation prompt ("" for

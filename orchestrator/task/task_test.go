@@ -122,6 +122,38 @@ func TestGroundTruthContinuation(t *testing.T) {
 	}
 }
 
+// TestSampledAndLaterContinuation: a sampled standing says so per path
+// and never calls a sampled path solved; one that did not wait names the
+// part it is from and where the workspace is now.
+func TestSampledAndLaterContinuation(t *testing.T) {
+	tk, err := Load("c-compiler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tk.Continuation(3, Standing{GroundTruth: true, Part: 12, Now: 20, Sampled: true,
+		Status: []PathStatus{{Path: "wacct", Seen: true, Passed: 10, Total: 10, Sample: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"at part 12, the latest that landed; your workspace is now at part 20",
+		"on a fixed sample of each suite's cases", "- wacct: 10/10 passed, 0 failing (a fixed sample of 10 of its cases"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("continuation lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "wacct: solved") {
+		t.Errorf("a sampled path called solved:\n%s", got)
+	}
+	if got, _ := tk.Continuation(2, Standing{GroundTruth: true, Pending: true, Now: 4}); !strings.Contains(got, "has not landed yet") {
+		t.Errorf("pending standing:\n%s", got)
+	}
+	on := false
+	tk.GroundTruth.Wait = &on
+	if tk.GroundTruth.WaitAtTurnEnd() {
+		t.Error("wait false: still waits")
+	}
+}
+
 // TestSettings: the defaults withhold expected outputs and keep run_tests;
 // bad values are refused.
 func TestSettings(t *testing.T) {
@@ -136,6 +168,11 @@ func TestSettings(t *testing.T) {
 		{`"feedback": "all"`, "feedback"},
 		{`"ground_truth": {"workers": -1}`, "workers"},
 		{`"ground_truth": {"failing_tests": -2}`, "failing_tests"},
+		{`"ground_truth": {"sample": {"seed": 1}}`, "sample.size"},
+		{`"ground_truth": {"sample": {"size": 1000000}}`, "sample.size"},
+		{`"ground_truth": {"sample": {"size": 5, "seed": -1}}`, "sample.seed"},
+		{`"ground_truth": {"sample": {"size": 5, "full_every": -1}}`, "full_every"},
+		{`"ground_truth": {"sample": {"size": 5, "every": 3}}`, "unknown field"},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "task.json"), []byte(`{"name": "x", "environment": "c-compiler", "test_paths": ["basics"], `+tc.json+`}`), 0o644)

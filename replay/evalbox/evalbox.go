@@ -48,6 +48,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/replay"
@@ -93,6 +94,19 @@ type Evaluator struct {
 	DenyCCompiler bool
 	// OnCase, when set, is called after each case (progress).
 	OnCase func()
+	// Artifacts are what the task's build produces and its compiles need
+	// (paths relative to the tree, a trailing "/" for a folder; the
+	// C-compiler task: "cc"). When set, every compile is shown a folder
+	// holding only these, copied out of the built tree, so a result is a
+	// function of their bytes: with Cache and a sandbox, it is kept and
+	// found under their digest (replay.ArtifactCacheKey) once two builds
+	// of the tree gave the same artifacts, and trees that build the same
+	// compiler share one evaluation. The environment version must carry
+	// them (Version).
+	Artifacts []string
+	// Cache keeps results under the artifacts' digest; nil keys every
+	// result by its tree alone.
+	Cache replay.Cache
 }
 
 // DenyCCompilerVersion marks an environment version whose evaluations
@@ -129,16 +143,26 @@ func (e *Evaluator) Version() string {
 
 // Evaluate implements replay.Evaluator: dir (an exported tree, which the
 // build may change) is built and tested, each action in its own sandbox.
+// With Artifacts and Cache, the result says which key keeps it
+// (replay.Result.Key) and may come from the cache once the tree is built.
 func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
-	p, err := e.EvaluateDetailed(ctx, dir, paths)
+	p, err := e.evaluate(ctx, dir, paths, e.Cache)
 	return p.Result, err
 }
 
 // EvaluateDetailed is Evaluate with the environment's own result of each
-// path (Payload.Runs, in the order of paths).
+// path (Payload.Runs, in the order of paths): always run, never from the
+// cache (the cache keeps no run's detail).
 func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []string) (Payload, error) {
+	return e.evaluate(ctx, dir, paths, nil)
+}
+
+func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache replay.Cache) (Payload, error) {
 	if err := CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
 		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
+	}
+	if err := CheckArtifacts(e.Artifacts); err != nil {
+		return Payload{}, fmt.Errorf("evaluation: %w", err)
 	}
 	x, closeX, err := e.executor(ctx)
 	if err != nil {
@@ -146,10 +170,98 @@ func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []st
 	}
 	defer closeX()
 	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase}
-	res, runs, err := ev.EvaluateDetailed(ctx, dir, paths)
+	if len(e.Artifacts) == 0 {
+		res, runs, err := ev.EvaluateDetailed(ctx, dir, paths)
+		if err != nil {
+			return Payload{}, err
+		}
+		return Payload{Result: res, Runs: runs}, nil
+	}
+	return e.evaluateArtifacts(ctx, ev, x, dir, paths, cache)
+}
+
+// evaluateArtifacts builds dir, copies the build's artifacts into a
+// folder of their own and tests that: what every compile is shown. The
+// result is kept under the artifacts' digest when the evaluation can
+// vouch that it depends on them alone: a sandbox shows each compile
+// nothing else, and a second build of the same tree gave the same
+// artifacts (a build that stamps a time or a random name would make
+// every digest new, and a key that never repeats only costs a build).
+func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.EnvironmentEvaluator, x environment.Executor, dir string, paths []string, cache replay.Cache) (Payload, error) {
+	work, err := os.MkdirTemp(e.TempDir, "traj-artifacts-")
+	if err != nil {
+		return Payload{}, fmt.Errorf("artifacts folder: %w", err)
+	}
+	defer os.RemoveAll(work)
+	key := &replay.KeyUse{Key: replay.KeyTree}
+	keyed := cache != nil && e.Provider != sandbox.ProviderLocal
+	switch {
+	case e.Provider == sandbox.ProviderLocal:
+		key.Why = "no sandbox: a compile could read more than the artifacts"
+	case cache == nil:
+		key.Why = "no evaluation cache"
+	}
+	pristine := filepath.Join(work, "again")
+	if keyed {
+		if err := copyTree(dir, pristine); err != nil {
+			return Payload{}, err
+		}
+	}
+	build := e.Env.Build(ctx, dir, x)
+	if err := ctx.Err(); err != nil {
+		return Payload{}, err
+	}
+	shown := dir
+	version := e.Version()
+	if build.OK {
+		shown = filepath.Join(work, "artifacts")
+		if key.Artifact, err = collectArtifacts(dir, shown, e.Artifacts); err != nil {
+			return Payload{}, err
+		}
+	} else if keyed {
+		key.Why = "the build failed"
+		keyed = false
+	}
+	if keyed {
+		ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
+		c, ok, err := cache.Get(ctx, ak)
+		if err == nil && ok && c.MatchesArtifact(key.Artifact, version, paths) {
+			res := c.Result
+			res.Key = &replay.KeyUse{Key: replay.KeyArtifact, Artifact: key.Artifact, Cached: true}
+			return Payload{Result: res}, nil
+		}
+		// Not seen yet: is the build reproducible?
+		again := e.Env.Build(ctx, pristine, x)
+		if err := ctx.Err(); err != nil {
+			return Payload{}, err
+		}
+		second := ""
+		if again.OK {
+			if second, err = collectArtifacts(pristine, filepath.Join(work, "artifacts-again"), e.Artifacts); err != nil {
+				return Payload{}, err
+			}
+		}
+		if second != key.Artifact {
+			key.Why = "the build is not reproducible: a second build of the tree gave other artifacts"
+			keyed = false
+		}
+	}
+	start := time.Now()
+	res, runs, err := ev.RunBuilt(ctx, shown, build, paths)
 	if err != nil {
 		return Payload{}, err
 	}
+	if keyed {
+		ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
+		entry := replay.CacheEntry{Artifact: key.Artifact, EnvVersion: version, TestPaths: paths, Result: res,
+			DurationMs: time.Since(start).Milliseconds()}
+		if err := cache.Put(ctx, ak, entry); err != nil {
+			key.Why = "writing the artifacts' entry: " + err.Error()
+		} else {
+			key.Key = replay.KeyArtifact
+		}
+	}
+	res.Key = key
 	return Payload{Result: res, Runs: runs}, nil
 }
 

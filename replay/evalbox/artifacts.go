@@ -1,0 +1,203 @@
+package evalbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// artifactsVersion starts every artifacts digest: it changes when what
+// the digest covers changes.
+const artifactsVersion = "traj-artifacts-v1"
+
+// artifactName is what a declared artifact may be called: a path
+// relative to the tree, "/"-separated, a trailing "/" for a folder. The
+// character set keeps the list printable inside an environment version
+// (ArtifactsVersion).
+var artifactName = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*/?$`)
+
+// CheckArtifacts says whether names is a valid artifact list: relative
+// paths inside the tree, no "." or ".." component, no duplicates.
+func CheckArtifacts(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if !artifactName.MatchString(n) {
+			return fmt.Errorf("artifact %q: want a path relative to the tree (letters, digits, _ . -, / between parts; a trailing / for a folder)", n)
+		}
+		clean := strings.TrimSuffix(n, "/")
+		for _, c := range strings.Split(clean, "/") {
+			if c == "." || c == ".." {
+				return fmt.Errorf("artifact %q: no . or .. parts", n)
+			}
+		}
+		if seen[clean] {
+			return fmt.Errorf("artifact %q is listed twice", n)
+		}
+		seen[clean] = true
+	}
+	return nil
+}
+
+// ArtifactsMark is the environment version's mark for evaluations whose
+// compiles are shown only the build's artifacts: their results can
+// differ from a whole-tree evaluation's, so the cache key must too, and a
+// trace recording it tells replay evaluate to do the same.
+const ArtifactsMark = "+artifacts="
+
+// Version is the environment version that scores a task's trees: the
+// environment's own, marked with the task's artifacts (ArtifactsMark)
+// and with DenyCCompilerVersion last (traces recorded before artifacts
+// end with it).
+func Version(env string, artifacts []string, deny bool) string {
+	v := env
+	if len(artifacts) > 0 {
+		v += ArtifactsMark + strings.Join(artifacts, ",")
+	}
+	if deny {
+		v += DenyCCompilerVersion
+	}
+	return v
+}
+
+// ParseVersion reads back what Version marked on an environment version
+// a trace recorded.
+func ParseVersion(v string) (artifacts []string, deny bool) {
+	v, deny = strings.CutSuffix(v, DenyCCompilerVersion)
+	if i := strings.LastIndex(v, ArtifactsMark); i >= 0 {
+		artifacts = strings.Split(v[i+len(ArtifactsMark):], ",")
+		if CheckArtifacts(artifacts) != nil {
+			artifacts = nil
+		}
+	}
+	return artifacts, deny
+}
+
+// collectArtifacts copies the declared artifacts of the built tree into
+// dst and returns their digest: SHA-256 over each entry's kind, name,
+// executable bit and bytes (a symbolic link's target text), in name
+// order, and a mark for each declared name that is missing or unreadable.
+//
+// The tree was built by untrusted code: it is read through an os.Root,
+// so no symbolic link (an artifact, or a folder on its way) reaches a
+// host file, and links are copied as links, never followed. Everything
+// that ran the build is gone by now (a sandbox per action), so nothing
+// changes the tree while it is read. Only an error on dst's side is
+// returned.
+func collectArtifacts(tree, dst string, names []string) (string, error) {
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		return "", fmt.Errorf("read the build's artifacts: %w", err)
+	}
+	defer root.Close()
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", artifactsVersion)
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	for _, n := range sorted {
+		name := strings.TrimSuffix(n, "/")
+		fi, err := root.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(h, "missing %q\n", name)
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(h, "unreadable %q\n", name)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.FromSlash(path.Dir(name))), 0o755); err != nil {
+			return "", fmt.Errorf("copy the build's artifacts: %w", err)
+		}
+		if !fi.IsDir() {
+			if err := copyArtifact(root, dst, name, fi.Mode(), h); err != nil {
+				return "", err
+			}
+			continue
+		}
+		werr := fs.WalkDir(root.FS(), name, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				fmt.Fprintf(h, "unreadable %q\n", p)
+				return nil
+			}
+			return copyArtifact(root, dst, p, d.Type(), h)
+		})
+		if werr != nil {
+			return "", werr
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copyArtifact copies one entry of root (mode: its type from Lstat) into
+// dst and adds it to the digest h.
+func copyArtifact(root *os.Root, dst, name string, mode fs.FileMode, h io.Writer) error {
+	to := filepath.Join(dst, filepath.FromSlash(name))
+	switch {
+	case mode.IsDir():
+		fmt.Fprintf(h, "dir %q\n", name)
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			return fmt.Errorf("copy the build's artifacts: %w", err)
+		}
+	case mode&fs.ModeSymlink != 0:
+		target, err := root.Readlink(name)
+		if err != nil {
+			fmt.Fprintf(h, "unreadable %q\n", name)
+			return nil
+		}
+		fmt.Fprintf(h, "link %q %q\n", name, target)
+		if err := os.Symlink(target, to); err != nil {
+			return fmt.Errorf("copy the build's artifacts: %w", err)
+		}
+	case mode.IsRegular():
+		f, err := root.Open(name)
+		if err != nil {
+			fmt.Fprintf(h, "unreadable %q\n", name)
+			return nil
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			fmt.Fprintf(h, "unreadable %q\n", name)
+			return nil
+		}
+		perm := fs.FileMode(0o644)
+		if fi.Mode()&0o111 != 0 {
+			perm = 0o755
+		}
+		out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			return fmt.Errorf("copy the build's artifacts: %w", err)
+		}
+		sum := sha256.New()
+		_, err = io.Copy(io.MultiWriter(out, sum), f)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("copy the build's artifact %s: %w", name, err)
+		}
+		fmt.Fprintf(h, "file %q %o %x\n", name, perm, sum.Sum(nil))
+	default:
+		// A fifo, socket or device: never copied, marked.
+		fmt.Fprintf(h, "special %q\n", name)
+	}
+	return nil
+}
+
+// copyTree copies an exported tree (written by traj, nothing ran in it
+// yet) into dst, links as links: the second build of a reproducibility
+// check starts from the same files as the first.
+func copyTree(src, dst string) error {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return fmt.Errorf("copy the tree for a second build: %w", err)
+	}
+	return nil
+}

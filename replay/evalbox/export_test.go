@@ -1,0 +1,4 @@
+package evalbox
+
+// CollectArtifactsForTest is collectArtifacts, for the package's tests.
+var CollectArtifactsForTest = collectArtifacts
