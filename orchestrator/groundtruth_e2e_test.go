@@ -280,3 +280,97 @@ func groundTruthRun(t *testing.T, o orchestrator.Options) (*orchestrator.Result,
 	}
 	return res, o.Store
 }
+
+// TestArtifactKeysEndToEnd: with the real OpenCode in bwrap, a task that
+// declares its build's artifacts (./cc) has seven trees (two that do not
+// build: the empty workspace and build.sh alone) of two compilers:
+// ground truth tests each compiler once and serves the trees that only
+// change notes from the artifacts' entry, and the trace says which key
+// served each tree. `traj replay evaluate` on an empty cache builds every
+// tree but tests only the compilers, and its score equals, part by part,
+// both the trace's ground truth and a tree-keyed evaluate (--no-cache:
+// every tree tested).
+func TestArtifactKeysEndToEnd(t *testing.T) {
+	res, work := groundTruthRun(t, orchestrator.Options{
+		Task: "testdata/tasks/e2e-artifacts", Script: "testdata/e2e-artifacts.jsonl", MaxParts: 50,
+		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap},
+	})
+	traj := needTraj(t)
+	tr := readValidTrace(t, res.Dir)
+	if v := tr.Environment.Version; !strings.HasSuffix(v, "+artifacts=cc") {
+		t.Errorf("environment version %q does not record the artifacts", v)
+	}
+	truth := map[string]trace.GroundTruth{}
+	for _, p := range partsOf(tr) {
+		for _, g := range p.GroundTruth {
+			truth[g.Commit] = g
+		}
+	}
+	for _, g := range tr.SessionEnd.GroundTruth {
+		truth[g.Commit] = g
+	}
+	artifacts := map[string]bool{}
+	tested, served, failed := 0, 0, 0
+	for c, g := range truth {
+		switch {
+		case g.Error != "":
+			t.Errorf("ground truth of %s: %s", c, g.Error)
+		case g.Key == "tree" && strings.Contains(g.KeyWhy, "build failed"):
+			failed++
+		case g.Key != "artifact" || g.Artifact == "":
+			t.Errorf("ground truth of %s: key %q (%s), want the artifacts'", c, g.Key, g.KeyWhy)
+		case g.ArtifactCached:
+			served++
+		default:
+			tested++
+			artifacts[g.Artifact] = true
+		}
+	}
+	if len(truth) != 7 || failed != 2 || tested != 2 || served != 3 || len(artifacts) != 2 {
+		t.Errorf("ground truth of %d trees: %d did not build, %d tested (%d compilers), %d from the artifacts' entry; want 7 trees, 2 failed builds, 2 tested, 3 served",
+			len(truth), failed, tested, len(artifacts), served)
+	}
+
+	evaluate := func(name string, args ...string) map[string]any {
+		t.Helper()
+		dest := filepath.Join(t.TempDir(), name)
+		cmd := exec.Command(traj, append([]string{"replay", "evaluate", res.Dir, "--store", work, "--sandbox", "bwrap", "--output", dest}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("replay evaluate %v: %v\n%s", args, err, out)
+		}
+		var got map[string]any
+		b, _ := os.ReadFile(dest)
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// An empty cache: every tree is built, the compilers alone are tested.
+	if err := os.RemoveAll(filepath.Join(work, "evalcache")); err != nil {
+		t.Fatal(err)
+	}
+	byArtifact := evaluate("artifact.json")
+	stats := byArtifact["stats"].(map[string]any)
+	if stats["trees_evaluated"] != 7.0 || stats["artifact_hits"] != 3.0 {
+		t.Errorf("evaluate on an empty cache: stats %v, want 7 trees built, 3 served by their artifacts", stats)
+	}
+	byTree := evaluate("tree.json", "--no-cache")
+	for c, v := range byTree["commit_evaluations"].(map[string]any) {
+		if ce := v.(map[string]any); ce["source"] != "evaluated" && ce["source"] != "same_tree" || ce["key"] != "tree" {
+			t.Errorf("--no-cache evaluate of %s: source %v key %v, want evaluated by tree", c, ce["source"], ce["key"])
+		}
+	}
+	pa, pt := byArtifact["part_evaluations"].(map[string]any), byTree["part_evaluations"].(map[string]any)
+	if len(pa) == 0 || len(pa) != len(pt) {
+		t.Fatalf("%d parts by artifact, %d by tree", len(pa), len(pt))
+	}
+	for part, a := range pa {
+		a, b := a.(map[string]any), pt[part].(map[string]any)
+		if a["passed"] != b["passed"] || a["total"] != b["total"] {
+			t.Errorf("part %s: %v/%v by artifact, %v/%v by tree", part, a["passed"], a["total"], b["passed"], b["total"])
+		}
+		if g, ok := truth[a["commit"].(string)]; ok && (float64(g.Passed) != a["passed"] || float64(g.Total) != a["total"]) {
+			t.Errorf("part %s: %v/%v by artifact, ground truth %d/%d", part, a["passed"], a["total"], g.Passed, g.Total)
+		}
+	}
+}

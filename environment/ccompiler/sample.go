@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/trajlab/traj/environment"
 )
 
 // A sample of a suite is a test path of its own, "<suite>/sample_<size>_<seed>":
@@ -189,4 +191,33 @@ func rank(seed int64, name string) [sha256.Size]byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(seed))
 	return sha256.Sum256(fmt.Appendf(b[:], "\x00%s", name))
+}
+
+// CaseNames lists the names of testPath's cases (sorted), as its results
+// name them: what a sample holds, for tests and benchmarks.
+func (e *Env) CaseNames(testPath string) ([]string, error) {
+	cases, err := e.cases(testPath)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cases))
+	for i, c := range cases {
+		names[i] = c.name
+	}
+	return names, nil
+}
+
+// CaseSources lists the source files of testPath's case name (full
+// paths for the public suites, embedded names for basics).
+func (e *Env) CaseSources(testPath, name string) ([]string, error) {
+	cases, err := e.cases(testPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cases {
+		if c.name == name {
+			return slices.Clone(c.sources), nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no case %s in %s", environment.ErrUnknownPath, name, testPath)
 }

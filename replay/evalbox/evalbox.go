@@ -48,6 +48,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trajlab/traj/environment"
@@ -107,6 +108,42 @@ type Evaluator struct {
 	// Cache keeps results under the artifacts' digest; nil keys every
 	// result by its tree alone.
 	Cache replay.Cache
+
+	// inflight holds the artifacts being tested now, so evaluations of
+	// trees that built the same ones (replay evaluate runs several at
+	// once) wait for the first and are served from its entry.
+	mu       sync.Mutex
+	inflight map[string]chan struct{}
+}
+
+// claim makes this evaluation the one testing artifact: it waits while
+// another evaluation of the same artifacts is in flight. release ends
+// the claim.
+func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(), err error) {
+	for {
+		e.mu.Lock()
+		ch, busy := e.inflight[artifact]
+		if !busy {
+			if e.inflight == nil {
+				e.inflight = map[string]chan struct{}{}
+			}
+			ch = make(chan struct{})
+			e.inflight[artifact] = ch
+			e.mu.Unlock()
+			return func() {
+				e.mu.Lock()
+				delete(e.inflight, artifact)
+				e.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // DenyCCompilerVersion marks an environment version whose evaluations
@@ -223,6 +260,11 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		keyed = false
 	}
 	if keyed {
+		release, err := e.claim(ctx, key.Artifact)
+		if err != nil {
+			return Payload{}, err
+		}
+		defer release()
 		ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
 		c, ok, err := cache.Get(ctx, ak)
 		if err == nil && ok && c.MatchesArtifact(key.Artifact, version, paths) {
