@@ -28,6 +28,7 @@ type clusterFlags struct {
 	SlurmOpt   []string      `name:"slurm-opt" help:"slurm: another sbatch option, e.g. --slurm-opt=--time=120 (repeatable)."`
 	WorkDir    string        `name:"work-dir" type:"path" help:"slurm: folder of the arrays' trees files, scripts, task logs and reports, shared with the nodes (default: OUTPUT.tasks)."`
 	Poll       time.Duration `help:"slurm: how often the queue and the cache are read while waiting." default:"5s"`
+	Detach     bool          `help:"slurm: submit and return: a job that waits for the array (sbatch --dependency) writes the report, evaluating there any tree a failed task left."`
 	Image      string        `help:"kube: the pods' image (traj, the sandbox and the test fixtures)."`
 	StoreClaim string        `name:"store-claim" help:"kube: a ReadWriteMany PersistentVolumeClaim holding a folder store (else the store must be s3://)."`
 	Namespace  string        `help:"kube: the objects' namespace."`
@@ -63,6 +64,9 @@ func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *sourc
 	}
 	work := c.WorkDir
 	if work == "" {
+		if c.Output == "" {
+			return &exitError{2, errors.New("--store-only with --executor slurm needs --work-dir")}
+		}
 		work = c.Output + ".tasks"
 	}
 	if work, err = filepath.Abs(work); err != nil {
@@ -110,6 +114,11 @@ func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *sourc
 		}
 		fmt.Fprintf(g.Stderr, "submitted Slurm job array %s with %d tasks: %d of %d trees missing from the evaluation cache (%s)\n",
 			sub.JobID, sub.Tasks, len(missing), total, sub.Dir)
+		if c.Detach {
+			return c.submitReport(ctx, g, *sub, bin, args, sbatch)
+		}
+	} else if c.Detach {
+		return &exitError{1, fmt.Errorf("job array %s of an earlier run is still queued: its report job writes the report", sub.JobID)}
 	}
 	tasks, err := c.wait(ctx, g, share, *sub)
 	if err != nil {
@@ -127,6 +136,38 @@ func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *sourc
 	}
 	fmt.Fprintf(g.Stderr, "job array %s done: all %d trees in the evaluation cache\n", sub.JobID, total)
 	return c.reportFromCache(ctx, g)
+}
+
+// submitReport submits the job that writes the report once sub's tasks
+// left the queue, whatever their end (afterany): a local evaluate from
+// the cache, which evaluates there a tree a killed task left.
+func (c *ReplayEvaluateCmd) submitReport(ctx context.Context, g *Globals, sub evalarray.Submission, bin string, taskArgs, sbatch []string) error {
+	args := append([]string{bin, "replay", "evaluate"}, taskArgs[2:]...)
+	out := "the store"
+	if c.Output != "" {
+		abs, err := filepath.Abs(c.Output)
+		if err != nil {
+			return err
+		}
+		out = abs
+		args = append(args, "--output", abs)
+	}
+	if c.StoreOnly {
+		args = append(args, "--store-only")
+	}
+	script := "#!/bin/sh\n# traj replay evaluate " + sub.JobID + ": the report, from the evaluation cache\nexec " + scheduler.ShellJoin(args) + "\n"
+	path := filepath.Join(sub.Dir, "report.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return fmt.Errorf("write sbatch script: %w", err)
+	}
+	sargs := append([]string{"--dependency=afterany:" + sub.JobID, "--job-name=traj-evaluate-report",
+		"--output=" + filepath.Join(sub.Dir, "report.out"), "--chdir=" + sub.Dir}, sbatch...)
+	job, err := scheduler.Sbatch(ctx, append(sargs, path)...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.Stderr, "submitted job %s: the report (%s) once job array %s is done\n", job, out, sub.JobID)
+	return nil
 }
 
 // wait polls the queue and the cache until sub's tasks left the queue,

@@ -125,7 +125,10 @@ func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
 // not be (the output still holds the others), 2 for usage errors.
 type ReplayEvaluateCmd struct {
 	replaySource
-	Output string `type:"path" help:"Write the evaluation JSON here (required but with --executor kube)."`
+	Output string `type:"path" help:"Write the evaluation JSON here (required but with --executor kube or --store-only)."`
+	// StoreOnly is what an experiment's attached evaluation writes: its
+	// work folder may be the store, where --output is refused.
+	StoreOnly bool `name:"store-only" hidden:"" help:"Keep the report only beside the trajectory (evaluation.json), no --output file."`
 	evalFlags
 	HTML    string `type:"path" help:"Also write an HTML report (charts and regressions) here."`
 	NoCache bool   `name:"no-cache" help:"Neither read nor write the evaluation cache."`
@@ -201,7 +204,7 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 }
 
 func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Output == "" && c.Executor != "kube" {
+	if c.Output == "" && c.Executor != "kube" && !c.StoreOnly {
 		return &exitError{2, errors.New("missing flags: --output=FILE")}
 	}
 	// Parts and commits come from the trace's part index; only the HTML
@@ -230,6 +233,13 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		if err := replay.CheckOutput(c.HTML, t.Protected); err != nil {
 			return usageExit(err)
 		}
+	}
+	if c.StoreOnly && !t.KeepsEvaluation() {
+		return &exitError{2, errors.New("--store-only: this trajectory has no store to keep its evaluation in")}
+	}
+	dest := c.Output
+	if dest == "" {
+		dest = "the store"
 	}
 	if c.Executor != "local" {
 		if c.NoCache {
@@ -262,7 +272,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		if err := t.SaveEvaluationUnlessSame(ctx, previous); err != nil {
 			g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
 		}
-		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", len(parts), c.Output)
+		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", len(parts), dest)
 		return nil
 	}
 	if out == nil {
@@ -272,10 +282,15 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteBytes(c.Output, data); err != nil {
-		return err
+	if c.Output != "" {
+		if err := atomicfile.WriteBytes(c.Output, data); err != nil {
+			return err
+		}
 	}
 	if err := t.SaveEvaluation(ctx, data); err != nil {
+		if c.Output == "" {
+			return err
+		}
 		g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
 	}
 	if c.HTML != "" {
@@ -286,7 +301,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}
 	fmt.Fprintf(g.Stderr, "evaluated %d parts: %d commits, %d distinct trees, %d from cache, %d ms → %s\n",
-		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, c.Output)
+		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, dest)
 	return evalErr
 }
 

@@ -2,6 +2,7 @@ package experiment_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,7 +19,10 @@ import (
 // TestSlurmArrayAndResubmit: a job array of four trajectories runs on a
 // real single-node Slurm into the store; one task is cancelled with
 // scancel while it records; a second `experiment run` submits only that
-// one, and it completes. A third has nothing to submit.
+// one, and it completes. A third has nothing to submit. The spec attaches
+// an evaluation: each task that finishes its trajectory submits its
+// evaluation (traj replay evaluate --executor slurm --detach), and every
+// trajectory ends with its evaluation.json in the store.
 func TestSlurmArrayAndResubmit(t *testing.T) {
 	t.Parallel()
 	slurmtest.Need(t)
@@ -54,6 +58,9 @@ run:
   script: %s
 slurm:
   time: "20"
+evaluate:
+  tasks: 2
+  tests: [basics/smoke]
 `, runs, script)
 	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -124,6 +131,28 @@ slurm:
 	entries, _ := os.ReadDir(filepath.Join(runs, "trajectories"))
 	if len(entries) != 4 {
 		t.Errorf("%d trajectories in the store, want 4", len(entries))
+	}
+	for _, id := range ids {
+		data, err := os.ReadFile(filepath.Join(runs, filepath.FromSlash(store.EvaluationKey(id))))
+		if err != nil {
+			logs, _ := filepath.Glob(filepath.Join(runs, "experiments", "slurmtest", "logs", "slurm-*.out"))
+			var tail []byte
+			if len(logs) > 0 {
+				tail, _ = os.ReadFile(logs[0])
+			}
+			t.Errorf("%s: no evaluation.json from the attached evaluation: %v\n%s:\n%s", id, err, logs, tail)
+			continue
+		}
+		var ev struct {
+			Stats struct {
+				Parts       int `json:"parts"`
+				UniqueTrees int `json:"unique_trees"`
+			} `json:"stats"`
+			TestPaths []string `json:"test_paths"`
+		}
+		if err := json.Unmarshal(data, &ev); err != nil || ev.Stats.Parts != 6 || ev.Stats.UniqueTrees == 0 || len(ev.TestPaths) != 1 || ev.TestPaths[0] != "basics/smoke" {
+			t.Errorf("%s: evaluation %+v %v, want 6 parts on basics/smoke", id, ev, err)
+		}
 	}
 	out, err = experimentCmd("run", specPath, "--executor", "slurm")
 	if err != nil || !strings.Contains(out, "nothing to submit") {
