@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
+	"path/filepath"
+	"time"
 
 	"github.com/trajlab/traj/orchestrator/experiment"
+	"github.com/trajlab/traj/orchestrator/scheduler"
 )
 
 // ExperimentCmd runs many trajectories from one spec.
@@ -165,13 +167,12 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	idx := c.Index
 	if idx < 0 {
-		for _, env := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
-			if v := os.Getenv(env); v != "" {
-				if idx, err = strconv.Atoi(v); err != nil {
-					return &exitError{2, fmt.Errorf("%s=%q: not an index", env, v)}
-				}
-				break
-			}
+		i, ok, err := scheduler.TaskIndex(os.Getenv)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if ok {
+			idx = i
 		}
 	}
 	if idx < 0 {
@@ -207,6 +208,31 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if slot.Next != experiment.ActDone {
 		return &exitError{3, nil}
+	}
+	if s.Evaluate != nil && slot.Latest() != nil {
+		return evaluateFinished(ctx, g, s, w, slot.Latest().ID)
+	}
+	return nil
+}
+
+// evaluateFinished is the spec's evaluate for a trajectory a Slurm task
+// finished: its trees the cache lacks go to an array of their own and a
+// job waiting for it writes the report beside the trajectory in the store
+// (the experiment's folder may be inside the store, where no output may
+// go); this task does not wait.
+func evaluateFinished(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment.Where, id string) error {
+	if os.Getenv("SLURM_ARRAY_TASK_ID") == "" {
+		g.Logger.Warn("evaluate: only Slurm tasks evaluate the trajectory they finish; run traj replay evaluate for it", "trajectory", id)
+		return nil
+	}
+	c := &ReplayEvaluateCmd{
+		replaySource: replaySource{Ref: id, Store: w.StoreURL},
+		StoreOnly:    true,
+		evalFlags:    evalFlags{Tests: s.Evaluate.Tests, TestsDir: os.Getenv("TRAJ_TESTS_DIR")},
+		clusterFlags: clusterFlags{Executor: "slurm", Detach: true, WorkDir: filepath.Join(w.LocalDir(s.Name), "evaluations", id), Tasks: max(s.Evaluate.Tasks, 1), SlurmOpt: experiment.SbatchResources(s), Poll: 5 * time.Second},
+	}
+	if err := c.Run(ctx, g); err != nil {
+		return fmt.Errorf("evaluate %s: %w", id, err)
 	}
 	return nil
 }

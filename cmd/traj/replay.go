@@ -24,6 +24,7 @@ import (
 type ReplayCmd struct {
 	CheckoutPart ReplayCheckoutPartCmd `cmd:"" name:"checkout-part" help:"Write the repository as it was after one part."`
 	Evaluate     ReplayEvaluateCmd     `cmd:"" help:"Evaluate every distinct repository state of a trajectory against the test suites."`
+	EvaluateTask ReplayEvaluateTaskCmd `cmd:"" name:"evaluate-task" hidden:"" help:"Evaluate one task's share of a trees file into the evaluation cache (what a Slurm array task or Kubernetes pod of evaluate --executor runs)."`
 	Verify       ReplayVerifyCmd       `cmd:"" help:"Check a trajectory's integrity: parts, commits, checkpoints, bundle."`
 	Rerun        ReplayRerunCmd        `cmd:"" help:"Re-execute a trajectory from its recorded model calls (same harness, task, sandbox; no provider called) and compare it with the source."`
 }
@@ -124,16 +125,88 @@ func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
 // not be (the output still holds the others), 2 for usage errors.
 type ReplayEvaluateCmd struct {
 	replaySource
-	Output   string   `required:"" type:"path" help:"Write the evaluation JSON here."`
+	Output string `type:"path" help:"Write the evaluation JSON here (required but with --executor kube or --store-only)."`
+	// StoreOnly is what an experiment's attached evaluation writes: its
+	// work folder may be the store, where --output is refused.
+	StoreOnly bool `name:"store-only" hidden:"" help:"Keep the report only beside the trajectory (evaluation.json), no --output file."`
+	evalFlags
+	HTML    string `type:"path" help:"Also write an HTML report (charts and regressions) here."`
+	NoCache bool   `name:"no-cache" help:"Neither read nor write the evaluation cache."`
+	clusterFlags
+}
+
+// evalFlags decide an evaluate's cache keys and sandboxes: the local
+// evaluate and a cluster's tasks take the same ones.
+type evalFlags struct {
 	Tests    []string `help:"Test paths, comma-separated (default: the trace's recorded test paths, else every suite but torture)." sep:","`
 	Workers  int      `help:"Distinct trees evaluated at once (0 = number of CPUs)." default:"0"`
-	HTML     string   `type:"path" help:"Also write an HTML report (charts and regressions) here."`
 	TestsDir string   `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
-	NoCache  bool     `name:"no-cache" help:"Neither read nor write the evaluation cache."`
 	Sandbox  string   `help:"Sandbox provider each tree is built and tested in: bwrap, container, or local (no isolation: only for trees you trust). Default: the best available; none available is an error." enum:",bwrap,container,local" default:""`
 }
 
+// evaluator builds the evaluator of t's trees and the options of its
+// evaluate, as the flags say: the test paths, the environment's version
+// (with what the run marked on it), the sandboxes each tree runs in, and
+// cache (nil: none).
+func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajectory, bar *replay.ProgressBar, cache replay.Cache) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
+	var opts replay.EvaluateOptions
+	env, err := ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir})
+	if err != nil {
+		return nil, opts, &exitError{2, err}
+	}
+	var recorded []string
+	if e := t.Trace.Environment; e != nil {
+		recorded = e.TestPaths
+	}
+	paths := f.Tests
+	if len(paths) == 0 {
+		paths = replay.DefaultTestPaths(recorded, env.TestPaths())
+	}
+	for _, p := range paths {
+		if !slices.Contains(env.TestPaths(), p) {
+			return nil, opts, &exitError{2, fmt.Errorf("test path %q is not available (public suites need --tests-dir or TRAJ_TESTS_DIR); available: %s", p, strings.Join(env.TestPaths(), ", "))}
+		}
+	}
+	opts = replay.EvaluateOptions{
+		TestPaths: paths, Workers: f.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree, Cache: cache,
+	}
+	// What the run marked on its environment version (the task hid the C
+	// compiler, its compiles saw only the build's artifacts), replay does
+	// too.
+	var artifacts []string
+	var deny bool
+	if e := t.Trace.Environment; e != nil {
+		artifacts, deny = evalbox.ParseVersion(e.Version)
+	}
+	version := evalbox.Version(env.Version(), artifacts, deny)
+	provider := f.Sandbox
+	if provider == "" {
+		if provider, err = sandbox.Default(ctx); err != nil {
+			return nil, opts, fmt.Errorf("evaluate in a sandbox: %w (or --sandbox local for trees you trust)", err)
+		}
+	}
+	if err := evalbox.CheckProvider(provider, deny); err != nil {
+		return nil, opts, usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations: %w", err))
+	}
+	workers := f.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	// The trees are untrusted: their build, compiles and programs each run
+	// in a sandbox of their own (local: on the host, for trusted trees);
+	// the evaluator is this process.
+	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
+		Artifacts: artifacts, Cache: cache,
+		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
+		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
+	g.Logger.Info("evaluating", "sandbox", provider)
+	return ev, opts, nil
+}
+
 func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Output == "" && c.Executor != "kube" && !c.StoreOnly {
+		return &exitError{2, errors.New("missing flags: --output=FILE")}
+	}
 	// Parts and commits come from the trace's part index; only the HTML
 	// report reads the parts themselves.
 	read := source.TraceHeader
@@ -149,73 +222,44 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	defer t.Close()
 	// A report this evaluate would write again (the cache serves every
 	// tree, same inputs) is left as it is: at 50,000 parts it is 24 MB.
-	previousDigest, previous, err := replay.CheckReportOutput(c.Output, t.Protected)
-	if err != nil {
-		return usageExit(err)
+	var previousDigest string
+	var previous []byte
+	if c.Output != "" {
+		if previousDigest, previous, err = replay.CheckReportOutput(c.Output, t.Protected); err != nil {
+			return usageExit(err)
+		}
 	}
 	if c.HTML != "" {
 		if err := replay.CheckOutput(c.HTML, t.Protected); err != nil {
 			return usageExit(err)
 		}
 	}
-	env, err := ccompiler.New(ccompiler.Config{TestsDir: c.TestsDir})
-	if err != nil {
-		return &exitError{2, err}
+	if c.StoreOnly && !t.KeepsEvaluation() {
+		return &exitError{2, errors.New("--store-only: this trajectory has no store to keep its evaluation in")}
 	}
-	var recorded []string
-	if e := t.Trace.Environment; e != nil {
-		recorded = e.TestPaths
+	dest := c.Output
+	if dest == "" {
+		dest = "the store"
 	}
-	paths := c.Tests
-	if len(paths) == 0 {
-		paths = replay.DefaultTestPaths(recorded, env.TestPaths())
-	}
-	for _, p := range paths {
-		if !slices.Contains(env.TestPaths(), p) {
-			return &exitError{2, fmt.Errorf("test path %q is not available (public suites need --tests-dir or TRAJ_TESTS_DIR); available: %s", p, strings.Join(env.TestPaths(), ", "))}
+	if c.Executor != "local" {
+		if c.NoCache {
+			return &exitError{2, fmt.Errorf("--executor %s evaluates into the cache: --no-cache does not apply", c.Executor)}
 		}
+		return c.runCluster(ctx, g, t)
 	}
-	bar := replay.NewProgressBar(g.Stderr, isTerminal(g.Stderr))
-	opts := replay.EvaluateOptions{
-		TestPaths: paths, Workers: c.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree,
-	}
+	var cache replay.Cache
 	if !c.NoCache {
 		st, err := t.CacheStore(ctx)
 		if err != nil {
 			return err
 		}
-		opts.Cache = source.Cache(st)
+		cache = source.Cache(st)
 	}
-	// What the run marked on its environment version (the task hid the C
-	// compiler, its compiles saw only the build's artifacts), replay does
-	// too.
-	var artifacts []string
-	var deny bool
-	if e := t.Trace.Environment; e != nil {
-		artifacts, deny = evalbox.ParseVersion(e.Version)
+	bar := replay.NewProgressBar(g.Stderr, isTerminal(g.Stderr))
+	ev, opts, err := c.evaluator(ctx, g, t, bar, cache)
+	if err != nil {
+		return err
 	}
-	version := evalbox.Version(env.Version(), artifacts, deny)
-	provider := c.Sandbox
-	if provider == "" {
-		if provider, err = sandbox.Default(ctx); err != nil {
-			return fmt.Errorf("evaluate in a sandbox: %w (or --sandbox local for trees you trust)", err)
-		}
-	}
-	if err := evalbox.CheckProvider(provider, deny); err != nil {
-		return usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations: %w", err))
-	}
-	workers := c.Workers
-	if workers <= 0 {
-		workers = runtime.NumCPU()
-	}
-	// The trees are untrusted: their build, compiles and programs each run
-	// in a sandbox of their own (local: on the host, for trusted trees);
-	// the evaluator is this process.
-	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
-		Artifacts: artifacts, Cache: opts.Cache,
-		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
-		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
-	g.Logger.Info("evaluating", "sandbox", provider)
 	parts, commits, err := replay.PartCommitsAt(t.TracePath)
 	if err != nil {
 		return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
@@ -228,7 +272,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		if err := t.SaveEvaluationUnlessSame(ctx, previous); err != nil {
 			g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
 		}
-		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", len(parts), c.Output)
+		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", len(parts), dest)
 		return nil
 	}
 	if out == nil {
@@ -238,10 +282,15 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteBytes(c.Output, data); err != nil {
-		return err
+	if c.Output != "" {
+		if err := atomicfile.WriteBytes(c.Output, data); err != nil {
+			return err
+		}
 	}
 	if err := t.SaveEvaluation(ctx, data); err != nil {
+		if c.Output == "" {
+			return err
+		}
 		g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
 	}
 	if c.HTML != "" {
@@ -252,7 +301,7 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}
 	fmt.Fprintf(g.Stderr, "evaluated %d parts: %d commits, %d distinct trees, %d from cache, %d ms → %s\n",
-		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, c.Output)
+		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, dest)
 	return evalErr
 }
 

@@ -29,6 +29,17 @@
 //	keep_sandbox: false            # keep finished trajectories' sandbox folders
 //	slurm: {partition: gpu, time: "06:00:00", account: lab, max_active: 8, args: [--qos=normal]}
 //	kubernetes: {image: registry/traj:v2, namespace: research, parallelism: 10, store_claim: runs, secret: keys}
+//	evaluate: {tasks: 8, tests: [basics, wacct]}  # Slurm: evaluate each finished trajectory on the cluster
+//
+// With evaluate, the Slurm task of a slot whose trajectory is done runs
+// `traj replay evaluate ID --executor slurm --detach --tasks N`: an sbatch
+// array over the trees the store's evaluation cache lacks, then a job
+// that writes the trajectory's evaluation.json in the store from the
+// cache (evaluating there a tree a killed task left). The
+// task does not wait for it, so no task holds a node while another's
+// evaluation queues. Running the spec again submits nothing for a slot
+// already done (its task does not run again): evaluate that trajectory
+// with traj replay evaluate.
 //
 // Errors name the spec file and line (spec.yaml:12: …). Keys under run and
 // matrix.params, and the fields that need a traj run flag, are checked
@@ -54,6 +65,7 @@
 //	<work>/experiments/<name>/logs/<id>.log      each traj run's stderr, every attempt
 //	<work>/experiments/<name>/slurm.json         sbatch submissions (job id → cells)
 //	<work>/experiments/<name>/slurm/<time>.sh    the array script and its cells file
+//	<work>/experiments/<name>/evaluations/<id>/  evaluate: a trajectory's arrays (trees, scripts, logs)
 //	store: experiments/<name>/experiment.json    the spec and its slots (report by name)
 //
 // The local executor starts each traj run in its own process group with a

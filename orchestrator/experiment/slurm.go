@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trajlab/traj/sandbox/xec"
+	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/trace/atomicfile"
 )
 
@@ -69,7 +69,7 @@ func QueueState(ctx context.Context, w *Where, s *Spec) (map[int]string, error) 
 		byJob[sub.JobID] = sub
 		ids = append(ids, sub.JobID)
 	}
-	out, err := command(ctx, "squeue", "-h", "-r", "-j", strings.Join(ids, ","), "-o", "%i %T")
+	out, err := scheduler.Command(ctx, "squeue", "-h", "-r", "-j", strings.Join(ids, ","), "-o", "%i %T")
 	if err != nil {
 		// squeue refuses ids it no longer knows (finished long ago) only
 		// when all are unknown: that is an empty queue.
@@ -145,7 +145,7 @@ func SubmitSlurm(ctx context.Context, r *Runner, slots []*Slot, storeOverride st
 	if storeOverride != "" {
 		taskArgs = append(taskArgs, "--store", storeOverride)
 	}
-	script := "#!/bin/sh\n# traj experiment " + s.Name + ": one trajectory slot per array task\nexec " + shellJoin(taskArgs) + "\n"
+	script := "#!/bin/sh\n# traj experiment " + s.Name + ": one trajectory slot per array task\nexec " + scheduler.ShellJoin(taskArgs) + "\n"
 	scriptPath := filepath.Join(dir, tag+".sh")
 	if err := os.WriteFile(scriptPath, []byte(script), 0o755); err != nil {
 		return nil, fmt.Errorf("write sbatch script: %w", err)
@@ -158,17 +158,13 @@ func SubmitSlurm(ctx context.Context, r *Runner, slots []*Slot, storeOverride st
 	if s.Slurm.MaxActive > 0 {
 		array += "%" + strconv.Itoa(s.Slurm.MaxActive)
 	}
-	args := []string{"--parsable", "--array=" + array, "--job-name=traj-" + s.Name,
+	args := []string{"--array=" + array, "--job-name=traj-" + s.Name,
 		"--output=" + filepath.Join(w.LocalDir(s.Name), "logs", "slurm-%A_%a.out"), "--chdir=" + cwd}
 	args = append(args, SbatchResources(s)...)
 	args = append(args, scriptPath)
-	out, err := command(ctx, "sbatch", args...)
+	job, err := scheduler.Sbatch(ctx, args...)
 	if err != nil {
 		return nil, err
-	}
-	job, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
-	if _, err := strconv.Atoi(job); err != nil {
-		return nil, fmt.Errorf("sbatch printed %q, not a job id", out)
 	}
 	sub := &Submission{JobID: job, SubmittedAt: time.Now().UTC().Format(time.RFC3339), Cells: cells, CellsFile: cellsFile}
 	subs, err := Submissions(w, s)
@@ -220,40 +216,4 @@ func CellOfTask(cellsFile string, index int) (int, error) {
 		return 0, fmt.Errorf("task index %d: %s lists %d cells", index, cellsFile, len(lines))
 	}
 	return strconv.Atoi(lines[index])
-}
-
-// command runs a scheduler command through sandbox/xec (its own process
-// group, killed whole after schedulerTimeout) and returns its stdout;
-// stderr goes into the error.
-func command(ctx context.Context, name string, args ...string) ([]byte, error) {
-	res, err := xec.Run(ctx, xec.Command{Path: name, Args: args, Timeout: schedulerTimeout, OutputLimit: schedulerOutput})
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s: %w", name, err)
-	case res.TimedOut:
-		return nil, fmt.Errorf("%s: no answer in %s", name, schedulerTimeout)
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
-	case res.ExitCode != 0:
-		return nil, fmt.Errorf("%s: exit status %d: %s", name, res.ExitCode, strings.TrimSpace(res.Stderr))
-	case len(res.Stdout) >= schedulerOutput:
-		return nil, fmt.Errorf("%s: more than %d bytes of output", name, schedulerOutput)
-	}
-	return []byte(res.Stdout), nil
-}
-
-// A scheduler command (sbatch, squeue, sacct, scancel) answers in seconds;
-// a controller that does not answer in minutes is down. Its output is a
-// line per job at most.
-const (
-	schedulerTimeout = 5 * time.Minute
-	schedulerOutput  = 64 << 20
-)
-
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }

@@ -39,6 +39,9 @@ type Spec struct {
 	KeepSandbox bool       `yaml:"keep_sandbox"`
 	Slurm       Slurm      `yaml:"slurm"`
 	Kubernetes  Kubernetes `yaml:"kubernetes"`
+	// Evaluate, when set, evaluates each trajectory a Slurm task finishes
+	// on the cluster (traj replay evaluate --executor slurm --detach).
+	Evaluate *Evaluate `yaml:"evaluate"`
 
 	// Path is the spec file; Digest the sha256 of its bytes.
 	Path   string `yaml:"-"`
@@ -87,6 +90,15 @@ type Slurm struct {
 	Account   string   `yaml:"account"`
 	MaxActive int      `yaml:"max_active"`
 	Args      []string `yaml:"args"`
+}
+
+// Evaluate is the evaluation attached to each finished trajectory: an
+// sbatch array of Tasks tasks over the trees the store's evaluation cache
+// lacks, on Tests (default: the trace's test paths), then a job writing
+// the trajectory's evaluation.json.
+type Evaluate struct {
+	Tasks int      `yaml:"tasks"`
+	Tests []string `yaml:"tests"`
 }
 
 // Kubernetes holds the Indexed Job settings.
@@ -333,6 +345,9 @@ func (s *Spec) check() SpecErrors {
 	}
 	if s.Kubernetes.Parallelism < 0 {
 		add("$.kubernetes.parallelism", "kubernetes.parallelism must be >= 0")
+	}
+	if s.Evaluate != nil && s.Evaluate.Tasks < 0 {
+		add("$.evaluate.tasks", "evaluate.tasks must be >= 0")
 	}
 	if len(errs) == 0 {
 		for _, c := range s.Cells() {

@@ -149,6 +149,10 @@ func (t *Trajectory) SaveEvaluation(ctx context.Context, data []byte) error {
 	return nil
 }
 
+// KeepsEvaluation reports whether SaveEvaluation keeps the report beside
+// the trajectory (false for loose files).
+func (t *Trajectory) KeepsEvaluation() bool { return t.evalStore != nil }
+
 // SaveEvaluationUnlessSame is SaveEvaluation when the report kept beside
 // the trajectory is not data already.
 func (t *Trajectory) SaveEvaluationUnlessSame(ctx context.Context, data []byte) error {

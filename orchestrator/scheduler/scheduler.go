@@ -1,0 +1,151 @@
+// Package scheduler is what traj's cluster executors share: the Slurm
+// commands (sbatch, squeue, scancel) run through sandbox/xec, and a
+// Kubernetes Indexed Job whose pod i takes index i from
+// JOB_COMPLETION_INDEX, as a Slurm array task takes it from
+// SLURM_ARRAY_TASK_ID. Experiments (one trajectory slot per task) and
+// `traj replay evaluate --executor slurm|kube` (a share of a trajectory's
+// trees per task) build on it.
+package scheduler
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trajlab/traj/sandbox/xec"
+)
+
+// Command runs a scheduler command through sandbox/xec (its own process
+// group, killed whole after Timeout) and returns its stdout; stderr goes
+// into the error.
+func Command(ctx context.Context, name string, args ...string) ([]byte, error) {
+	res, err := xec.Run(ctx, xec.Command{Path: name, Args: args, Timeout: Timeout, OutputLimit: outputLimit})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
+	case res.TimedOut:
+		return nil, fmt.Errorf("%s: no answer in %s", name, Timeout)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+	case res.ExitCode != 0:
+		return nil, fmt.Errorf("%s: exit status %d: %s", name, res.ExitCode, strings.TrimSpace(res.Stderr))
+	case len(res.Stdout) >= outputLimit:
+		return nil, fmt.Errorf("%s: more than %d bytes of output", name, outputLimit)
+	}
+	return []byte(res.Stdout), nil
+}
+
+// A scheduler command (sbatch, squeue, sacct, scancel) answers in seconds;
+// a controller that does not answer in minutes is down. Its output is a
+// line per job at most.
+const (
+	Timeout     = 5 * time.Minute
+	outputLimit = 64 << 20
+)
+
+// Sbatch submits with `sbatch --parsable args…` and returns the job id.
+func Sbatch(ctx context.Context, args ...string) (string, error) {
+	out, err := Command(ctx, "sbatch", append([]string{"--parsable"}, args...)...)
+	if err != nil {
+		return "", err
+	}
+	job, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if _, err := strconv.Atoi(job); err != nil {
+		return "", fmt.Errorf("sbatch printed %q, not a job id", out)
+	}
+	return job, nil
+}
+
+// ArrayStates is squeue's state (PENDING, RUNNING, …) of every array task
+// of jobs still in the queue: job id → task index → state. A task that
+// left the queue is absent.
+func ArrayStates(ctx context.Context, jobs []string) (map[string]map[int]string, error) {
+	states := map[string]map[int]string{}
+	if len(jobs) == 0 {
+		return states, nil
+	}
+	out, err := Command(ctx, "squeue", "-h", "-r", "-j", strings.Join(jobs, ","), "-o", "%i %T")
+	if err != nil {
+		// squeue refuses ids it no longer knows (finished long ago) only
+		// when all are unknown: that is an empty queue.
+		if strings.Contains(err.Error(), "Invalid job id") {
+			return states, nil
+		}
+		return nil, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		job, idx, ok := strings.Cut(f[0], "_")
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(idx, "[") {
+			// A pending range not yet split ("12_[2-5]"): one per index.
+			lo, hi, ok := arrayRange(idx)
+			if !ok {
+				continue
+			}
+			for i := lo; i <= hi; i++ {
+				put(states, job, i, f[1])
+			}
+			continue
+		}
+		if i, err := strconv.Atoi(idx); err == nil {
+			put(states, job, i, f[1])
+		}
+	}
+	return states, nil
+}
+
+func put(states map[string]map[int]string, job string, i int, state string) {
+	if states[job] == nil {
+		states[job] = map[int]string{}
+	}
+	states[job][i] = state
+}
+
+// arrayRange reads a pending range "[lo-hi]" or "[lo-hi%max]".
+func arrayRange(s string) (lo, hi int, ok bool) {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	s, _, _ = strings.Cut(s, "%")
+	a, b, found := strings.Cut(s, "-")
+	if !found {
+		b = a
+	}
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	return lo, hi, err1 == nil && err2 == nil && lo <= hi
+}
+
+// ShellJoin quotes args as one sh command line.
+func ShellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// TaskIndex is this process's index in its array: SLURM_ARRAY_TASK_ID
+// (a Slurm array task) or JOB_COMPLETION_INDEX (an Indexed Job pod); ok
+// is false when neither is set.
+func TaskIndex(getenv func(string) string) (index int, ok bool, err error) {
+	for _, env := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
+		if v := getenv(env); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return 0, false, fmt.Errorf("%s=%q: not an index", env, v)
+			}
+			return i, true, nil
+		}
+	}
+	return 0, false, nil
+}
