@@ -179,5 +179,6 @@ func TestSampledGroundTruthIsNotSolvedBySampleAlone(t *testing.T) {
 		t.Errorf("replay evaluate %+v: want exactly the %d of %d trees run in full from the cache, the others evaluated",
 			got.Stats, inFull, len(trees))
 	}
-	t.Logf("trees: %d sampled, %d in full; replay evaluate: %d of %d from the cache", len(sampledTrees), len(full), got.Stats.CacheHits, got.Stats.UniqueTrees)
+	t.Logf("final tree: sample %d/%d, full %d/%d; trees: %d sampled, %d in full; replay evaluate: %d of %d from the cache",
+		finalSample.Passed, finalSample.Total, f.Passed, f.Total, len(sampledTrees), len(full), got.Stats.CacheHits, got.Stats.UniqueTrees)
 }
