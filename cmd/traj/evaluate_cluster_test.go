@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,8 +42,10 @@ func (s *syncBuffer) String() string {
 // 3 tasks (2 trees each, every tree built and tested in evalbox's
 // sandboxes by the real traj binary); task 1 is cancelled with scancel
 // after its first tree. The command reports the task and the tree
-// missing; a rerun submits 1 task for that tree only and writes the
-// report with every tree from the cache; a third run submits nothing.
+// missing; a rerun submits 1 task for that tree only (held, and that run
+// is stopped while it waits: the array goes on), the next run waits for
+// that array instead of submitting again and writes the report with every
+// tree from the cache; a last run submits nothing.
 func TestEvaluateOnSlurm(t *testing.T) {
 	slurmtest.Need(t)
 	t.Parallel()
@@ -62,9 +65,9 @@ func TestEvaluateOnSlurm(t *testing.T) {
 	copyInto(t, st, tj)
 	out := filepath.Join(dir, "eval.json")
 	work := out + ".tasks"
-	evaluate := func(stderr *syncBuffer) *exec.Cmd {
-		cmd := exec.Command(bin, "replay", "evaluate", tj.ID, "--store", st, "--tests", "basics/control_flow", "--output", out,
-			"--executor", "slurm", "--tasks", "3", "--workers", "1", "--poll", "250ms", "--slurm-opt=--cpus-per-task=1")
+	evaluate := func(stderr *syncBuffer, more ...string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"replay", "evaluate", tj.ID, "--store", st, "--tests", "basics/control_flow", "--output", out,
+			"--executor", "slurm", "--tasks", "3", "--workers", "1", "--poll", "250ms", "--slurm-opt=--cpus-per-task=1"}, more...)...)
 		cmd.Env = append(os.Environ(), c.Env...)
 		cmd.Dir = dir
 		cmd.Stdout, cmd.Stderr = stderr, stderr
@@ -135,16 +138,50 @@ func TestEvaluateOnSlurm(t *testing.T) {
 		t.Fatal("an incomplete evaluation wrote the report")
 	}
 
-	// Second run: only the missing tree, in one task; the report is all
-	// cache hits.
+	// Second run: only the missing tree, in one task, held in the queue;
+	// the run is stopped while it waits.
 	var second syncBuffer
-	err = evaluate(&second).Run()
+	cmd = evaluate(&second, "--slurm-opt=--hold")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slurmtest.WaitFor(t, 2*time.Minute, "the second submission", func() bool { return len(submissions()) == 2 })
+	slurmtest.WaitFor(t, time.Minute, "the second run to wait", func() bool { return strings.Contains(second.String(), "trees cached 5/6") })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
 	t.Logf("second run:\n%s", second.String())
-	if err != nil || !strings.Contains(second.String(), "with 1 tasks: 1 of 6 trees missing") {
+	if exitCode(err) == 0 || !strings.Contains(second.String(), "with 1 tasks: 1 of 6 trees missing") ||
+		!strings.Contains(second.String(), "it goes on; run the command again to wait for it") {
 		t.Fatalf("second run: %v", err)
 	}
 	subs := submissions()
-	if len(subs) != 2 {
+	held := subs[1].JobID
+
+	// Third run: waits for the held array rather than submitting again.
+	var third syncBuffer
+	cmd = evaluate(&third)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+	slurmtest.WaitFor(t, time.Minute, "the third run to wait for the held array", func() bool {
+		return strings.Contains(third.String(), "job array "+held+" of an earlier run is still queued: waiting for it")
+	})
+	if out, err := c.Run("scontrol", "release", held); err != nil {
+		t.Fatalf("scontrol release %s: %v %s", held, err, out)
+	}
+	select {
+	case err = <-exited:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the third evaluate did not end:\n%s", third.String())
+	}
+	t.Logf("third run:\n%s", third.String())
+	if err != nil || !strings.Contains(third.String(), "job array "+held+" done: all 6 trees") {
+		t.Fatalf("third run: %v", err)
+	}
+	if subs = submissions(); len(subs) != 2 {
 		t.Fatalf("%d submissions, want 2", len(subs))
 	}
 	if r := report(subs[1], 0); r.Given != 1 || r.Evaluated != 1 {
@@ -165,12 +202,12 @@ func TestEvaluateOnSlurm(t *testing.T) {
 		t.Fatalf("attribution %+v, want for_loop passing at part 3 and broken at 5", a)
 	}
 
-	// Third run: nothing to submit.
-	var third syncBuffer
-	err = evaluate(&third).Run()
-	t.Logf("third run:\n%s", third.String())
-	if err != nil || !strings.Contains(third.String(), "every one in the evaluation cache: nothing to submit") || len(submissions()) != 2 {
-		t.Fatalf("third run: %v, %d submissions", err, len(submissions()))
+	// Last run: nothing to submit.
+	var last syncBuffer
+	err = evaluate(&last).Run()
+	t.Logf("last run:\n%s", last.String())
+	if err != nil || !strings.Contains(last.String(), "every one in the evaluation cache: nothing to submit") || len(submissions()) != 2 {
+		t.Fatalf("last run: %v, %d submissions", err, len(submissions()))
 	}
 }
 
