@@ -49,6 +49,9 @@ type harness struct {
 	// countTools counts them.
 	responseTools *engine.ResponseTools
 	countTools    bool
+	// groundTruth, when set, makes the loop's ground truth on the
+	// checkpoint history.
+	groundTruth func(repo *gitstate.Repo) engine.GroundTruth
 }
 
 func (h *harness) Report(ev progress.Event) { h.events = append(h.events, ev) }
@@ -89,9 +92,14 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 	}
 	defer w.Close()
 	root := h.b.Session(h.root, "")
+	var gt engine.GroundTruth
+	if h.groundTruth != nil {
+		gt = h.groundTruth(repo)
+	}
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: h.root, RootSession: *root.Event.Session,
 		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second, StallTimeout: h.stall,
-		GatewayCalls: h.gateway, FullToolResult: h.full, ResponseTools: h.responseTools, CountTools: h.countTools}, agent, repo, w, h.pub, h)
+		GatewayCalls: h.gateway, FullToolResult: h.full, ResponseTools: h.responseTools, CountTools: h.countTools,
+		GroundTruth: gt}, agent, repo, w, h.pub, h)
 	out, err := loop.Run(ctx)
 	if err != nil {
 		h.t.Fatalf("loop: %v", err)

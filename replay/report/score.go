@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/trajlab/traj/replay"
@@ -117,14 +118,33 @@ func EvaluationSeries(ev *replay.Output) Series {
 
 // GroundTruthSeries is the score of the trace's ground-truth results (in
 // the order they landed; a later result for the same part wins). Results
-// with an error carry no counts and are left out.
+// with an error carry no counts and are left out. When the run sampled
+// (task setting ground_truth.sample), the curve is the sampled results
+// only, every tree on the same cases: a sample's counts and a full
+// result's are not comparable. A sampled point's rate is each path's
+// sample pass rate weighted by the path's case count, known from the full
+// results (the final tree's at least); without one, by the sample's.
+// "Solved" comes from full results only (a sampled result never is).
 func GroundTruthSeries(results []trace.GroundTruth) Series {
+	sampled := slices.ContainsFunc(results, func(g trace.GroundTruth) bool { return g.Sampled && g.Error == "" })
+	cases := map[string]int64{} // each path's case count, from full results
 	byPart := map[int]trace.GroundTruth{}
+	solvedAt := 0
 	for _, g := range results {
 		if g.Error != "" || g.Total <= 0 {
 			continue
 		}
-		byPart[g.Part] = g
+		if g.Solved && (solvedAt == 0 || g.Part < solvedAt) {
+			solvedAt = g.Part
+		}
+		if !g.Sampled {
+			for _, su := range g.Suites {
+				cases[su.Path] = su.Total
+			}
+		}
+		if g.Sampled == sampled {
+			byPart[g.Part] = g
+		}
 	}
 	parts := make([]int, 0, len(byPart))
 	for p := range byPart {
@@ -136,10 +156,7 @@ func GroundTruthSeries(results []trace.GroundTruth) Series {
 	prev, best := map[string]int64{}, map[string]int64{}
 	for _, part := range parts {
 		g := byPart[part]
-		s.Points = append(s.Points, Point{Part: part, Rate: replay.PassRate(int(g.Passed), int(g.Total))})
-		if g.Solved && s.SolvedAt == 0 {
-			s.SolvedAt = part
-		}
+		s.Points = append(s.Points, Point{Part: part, Rate: groundTruthRate(g, cases)})
 		for _, su := range g.Suites {
 			s.Suites[su.Path] = append(s.Suites[su.Path], Point{Part: part, Rate: replay.PassRate(int(su.Passed), int(su.Total))})
 			if p, ok := prev[su.Path]; ok && su.Passed < p {
@@ -152,6 +169,7 @@ func GroundTruthSeries(results []trace.GroundTruth) Series {
 			best[su.Path] = max(best[su.Path], su.Passed)
 		}
 	}
+	s.SolvedAt = solvedAt
 	if n := len(parts); n > 0 {
 		last := byPart[parts[n-1]]
 		for _, su := range last.Suites {
@@ -161,6 +179,29 @@ func GroundTruthSeries(results []trace.GroundTruth) Series {
 		sortSuites(s.Latest)
 	}
 	return s
+}
+
+// groundTruthRate is g's pass rate; for a sampled result, each path's
+// sample rate weighted by its case count in cases (when every path's is
+// known).
+func groundTruthRate(g trace.GroundTruth, cases map[string]int64) float64 {
+	if !g.Sampled {
+		return replay.PassRate(int(g.Passed), int(g.Total))
+	}
+	var est float64
+	var all int64
+	for _, su := range g.Suites {
+		n, ok := cases[su.Path]
+		if !ok || su.Total <= 0 {
+			return replay.PassRate(int(g.Passed), int(g.Total))
+		}
+		est += float64(n) * float64(su.Passed) / float64(su.Total)
+		all += n
+	}
+	if all == 0 {
+		return 0
+	}
+	return est / float64(all)
 }
 
 // RunTestsSeries is the score the agent's run_tests calls claim: calls

@@ -59,6 +59,21 @@ func TestScoreSource(t *testing.T) {
 			byPart: []report.Point{{Part: 1, Rate: 0.5}, {Part: 3, Rate: 1}},
 		},
 		{
+			// A sampled run: the curve is the sampled results (weighted by
+			// the suites' sizes from the full results), the full result of
+			// part 3 does not replace its sampled point, and only the full
+			// result of part 4 solves; part 3's 10/10 sample does not.
+			name: "sampled ground truth: one kind of result per curve, solved only in full",
+			spec: tracetest.Spec{Turns: []int{4}, End: trace.EndSolved,
+				GroundTruth: map[int][]trace.GroundTruth{
+					2: {sampledGT(2, suite("basics", 5, 10), suite("wacct", 10, 10))},
+					3: {sampledGT(3, suite("basics", 10, 10), suite("wacct", 10, 10)), gt(3, suite("basics", 60, 68), suite("wacct", 78, 78))},
+				},
+				EndGroundTruth: []trace.GroundTruth{sampledGT(4, suite("basics", 10, 10), suite("wacct", 10, 10)), gt(4, suite("basics", 68, 68), suite("wacct", 78, 78))}},
+			source: report.FromGroundTruth, rate: 1, best: 1, bestPart: 3, solvedAt: 4,
+			byPart: []report.Point{{Part: 2, Rate: (68*0.5 + 78) / 146.0}, {Part: 3, Rate: 1}, {Part: 4, Rate: 1}},
+		},
+		{
 			name: "a stored evaluation wins over ground truth",
 			spec: tracetest.Spec{Turns: []int{4}, End: trace.EndPartLimit, EnvoiCalls: calls,
 				GroundTruth: map[int][]trace.GroundTruth{4: {gt(3, suite("basics", 4, 4))}}},
@@ -106,6 +121,17 @@ func TestSeriesDropsAndAt(t *testing.T) {
 			t.Errorf("At(%d) = %v %v, want %v %v", tt.part, p, ok, tt.want, tt.ok)
 		}
 	}
+}
+
+// sampledGT is a sampled ground truth: every suite's counts are of its
+// sample; never solved.
+func sampledGT(part int, suites ...trace.SuiteCount) trace.GroundTruth {
+	for i := range suites {
+		suites[i].SampleSize = suites[i].Total
+	}
+	g := tracetest.GroundTruth(part, suites...)
+	g.Sampled, g.SampleSeed, g.Solved = true, 1, false
+	return g
 }
 
 func deref(f *float64) any {
