@@ -113,7 +113,8 @@ func (sc *scoring) start(ctx context.Context, rep progress.Sink, now func() time
 		FailingTests: gt.FailingTests, Logger: sc.opts.Logger, FullEvery: fullEvery, NoWait: !gt.WaitAtTurnEnd(),
 		OnResult: func(g trace.GroundTruth) {
 			rep.Report(progress.Event{Type: progress.GroundTruth, Time: now(), Part: g.Part,
-				GroundTruth: &progress.GroundTruthScore{Passed: g.Passed, Failed: g.Failed, Total: g.Total, Solved: g.Solved, Error: g.Error}})
+				GroundTruth: &progress.GroundTruthScore{Passed: g.Passed, Failed: g.Failed, Total: g.Total, Solved: g.Solved, Error: g.Error,
+					Sampled: g.Sampled}})
 		}})
 }
 

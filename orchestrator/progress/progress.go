@@ -11,7 +11,8 @@
 //	              committed, git_commit, tokens (total so far), cost
 //	tests         part, tests {path, passed, failed, total, error}
 //	ground_truth  part (whose checkpoint), ground_truth {passed, failed,
-//	              total, solved, error}: traj's own evaluation landed
+//	              total, solved, error, sampled}: traj's own evaluation
+//	              landed (sampled: of a fixed sample of the suites' cases)
 //	turn_ended    turn, part
 //	warning       message
 //	run_ended     reason, part, turn, git_commit, tokens, cost, artifacts,
@@ -98,6 +99,8 @@ type GroundTruthScore struct {
 	Total  int64  `json:"total"`
 	Solved bool   `json:"solved"`
 	Error  string `json:"error,omitempty"`
+	// Sampled: the counts are of a fixed sample of the suites' cases.
+	Sampled bool `json:"sampled,omitempty"`
 }
 
 func (g *GroundTruthScore) String() string {
@@ -108,6 +111,8 @@ func (g *GroundTruthScore) String() string {
 		return " · truth error"
 	case g.Solved:
 		return fmt.Sprintf(" · truth %d/%d solved", g.Passed, g.Total)
+	case g.Sampled:
+		return fmt.Sprintf(" · truth %d/%d sampled", g.Passed, g.Total)
 	}
 	return fmt.Sprintf(" · truth %d/%d", g.Passed, g.Total)
 }
@@ -181,7 +186,7 @@ func (l Log) Report(ev Event) {
 	case GroundTruth:
 		g := ev.GroundTruth
 		l.L.Info("ground truth", "part", ev.Part, "passed", g.Passed, "failed", g.Failed, "total", g.Total,
-			"solved", g.Solved, "error", g.Error)
+			"solved", g.Solved, "sampled", g.Sampled, "error", g.Error)
 	case Tests:
 		l.L.Info("tests", "part", ev.Part, "path", ev.Tests.Path, "passed", ev.Tests.Passed,
 			"failed", ev.Tests.Failed, "total", ev.Tests.Total, "error", ev.Tests.Error)

@@ -70,3 +70,22 @@ func TestLineLogWriter(t *testing.T) {
 		t.Errorf("log line not printed above the status line:\n%q", out)
 	}
 }
+
+// TestGroundTruthScoreString: the status line says when a result is of a
+// sample, and never calls one solved.
+func TestGroundTruthScoreString(t *testing.T) {
+	for _, tt := range []struct {
+		g    *GroundTruthScore
+		want string
+	}{
+		{nil, ""},
+		{&GroundTruthScore{Passed: 3, Total: 5}, " · truth 3/5"},
+		{&GroundTruthScore{Passed: 5, Total: 5, Solved: true}, " · truth 5/5 solved"},
+		{&GroundTruthScore{Passed: 10, Total: 10, Sampled: true}, " · truth 10/10 sampled"},
+		{&GroundTruthScore{Error: "build timed out"}, " · truth error"},
+	} {
+		if got := tt.g.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.g, got, tt.want)
+		}
+	}
+}
