@@ -10,6 +10,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/experiment"
 	"github.com/trajlab/traj/orchestrator/scheduler"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // ExperimentCmd runs many trajectories from one spec.
@@ -210,6 +211,10 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 		return &exitError{3, nil}
 	}
 	if s.Evaluate != nil && slot.Latest() != nil {
+		if os.Getenv("SLURM_ARRAY_TASK_ID") == "" {
+			g.Logger.Warn("evaluate: only Slurm tasks evaluate the trajectory they finish; run traj replay evaluate for it", "trajectory", slot.Latest().ID)
+			return nil
+		}
 		return evaluateFinished(ctx, g, s, w, slot.Latest().ID)
 	}
 	return nil
@@ -221,10 +226,6 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 // (the experiment's folder may be inside the store, where no output may
 // go); this task does not wait.
 func evaluateFinished(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment.Where, id string) error {
-	if os.Getenv("SLURM_ARRAY_TASK_ID") == "" {
-		g.Logger.Warn("evaluate: only Slurm tasks evaluate the trajectory they finish; run traj replay evaluate for it", "trajectory", id)
-		return nil
-	}
 	c := &ReplayEvaluateCmd{
 		replaySource: replaySource{Ref: id, Store: w.StoreURL},
 		StoreOnly:    true,
@@ -250,6 +251,9 @@ func runSlurm(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment
 		}
 		slots = append(slots, slot)
 	}
+	if s.Evaluate != nil {
+		evaluateUnevaluated(ctx, g, s, w, slots)
+	}
 	r := &experiment.Runner{Spec: s, Where: w, TrajBin: bin, Flags: flags, Logger: g.Logger}
 	sub, err := experiment.SubmitSlurm(ctx, r, slots, storeOverride)
 	if err != nil {
@@ -262,6 +266,26 @@ func runSlurm(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment
 	fmt.Fprintf(g.Stdout, "experiment %s: submitted job array %s with %d tasks; follow with: traj experiment status %s\n",
 		s.Name, sub.JobID, len(sub.Cells), s.Path)
 	return nil
+}
+
+// evaluateUnevaluated submits the evaluation of every done trajectory
+// whose evaluation.json the store lacks (its task's evaluation failed, or
+// its report job has not run yet: a duplicate then costs cache reads). A
+// failure is a warning: the trajectories stay as they are.
+func evaluateUnevaluated(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment.Where, slots []*experiment.Slot) {
+	for _, slot := range slots {
+		if slot.Next != experiment.ActDone || slot.Latest() == nil {
+			continue
+		}
+		id := slot.Latest().ID
+		_, err := w.Store.Stat(ctx, store.EvaluationKey(id))
+		if !errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err := evaluateFinished(ctx, g, s, w, id); err != nil {
+			g.Logger.Warn("evaluate a finished trajectory", "trajectory", id, "err", err)
+		}
+	}
 }
 
 // printSlurmStatus prints the scheduler's view of queued cells, if any.

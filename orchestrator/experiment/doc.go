@@ -37,9 +37,10 @@
 // that writes the trajectory's evaluation.json in the store from the
 // cache (evaluating there a tree a killed task left). The
 // task does not wait for it, so no task holds a node while another's
-// evaluation queues. Running the spec again submits nothing for a slot
-// already done (its task does not run again): evaluate that trajectory
-// with traj replay evaluate.
+// evaluation queues. Running the spec again (traj experiment run
+// --executor slurm) does the same, from the submitting machine, for every
+// done trajectory whose evaluation.json the store lacks (its evaluation
+// failed, or its report job has not run yet).
 //
 // Errors name the spec file and line (spec.yaml:12: …). Keys under run and
 // matrix.params, and the fields that need a traj run flag, are checked

@@ -21,8 +21,9 @@ import (
 // scancel while it records; a second `experiment run` submits only that
 // one, and it completes. A third has nothing to submit. The spec attaches
 // an evaluation: each task that finishes its trajectory submits its
-// evaluation (traj replay evaluate --executor slurm --detach), and every
-// trajectory ends with its evaluation.json in the store.
+// evaluation (traj replay evaluate --executor slurm --detach), every
+// trajectory ends with its evaluation.json in the store, and a run of the
+// spec evaluates again a done trajectory that lacks it.
 func TestSlurmArrayAndResubmit(t *testing.T) {
 	t.Parallel()
 	slurmtest.Need(t)
@@ -154,7 +155,16 @@ evaluate:
 			t.Errorf("%s: evaluation %+v %v, want 6 parts on basics/smoke", id, ev, err)
 		}
 	}
+	// A done trajectory without its evaluation.json (its evaluation
+	// failed) is evaluated again by the next run: from the cache here.
+	lost := filepath.Join(runs, filepath.FromSlash(store.EvaluationKey(ids[0])))
+	if err := os.Remove(lost); err != nil {
+		t.Fatal(err)
+	}
 	out, err = experimentCmd("run", specPath, "--executor", "slurm")
+	if _, serr := os.Stat(lost); serr != nil {
+		t.Errorf("the next run did not evaluate %s again: %v\n%s", ids[0], serr, out)
+	}
 	if err != nil || !strings.Contains(out, "nothing to submit") {
 		t.Errorf("third submission: %v\n%s", err, out)
 	}
