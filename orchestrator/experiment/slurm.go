@@ -1,8 +1,6 @@
 package experiment
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,32 +67,18 @@ func QueueState(ctx context.Context, w *Where, s *Spec) (map[int]string, error) 
 		byJob[sub.JobID] = sub
 		ids = append(ids, sub.JobID)
 	}
-	out, err := scheduler.Command(ctx, "squeue", "-h", "-r", "-j", strings.Join(ids, ","), "-o", "%i %T")
+	queued, err := scheduler.ArrayStates(ctx, ids)
 	if err != nil {
-		// squeue refuses ids it no longer knows (finished long ago) only
-		// when all are unknown: that is an empty queue.
-		if strings.Contains(err.Error(), "Invalid job id") {
-			return map[int]string{}, nil
-		}
 		return nil, err
 	}
 	states := map[int]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			continue
+	for job, tasks := range queued {
+		sub := byJob[job]
+		for i, state := range tasks {
+			if i >= 0 && i < len(sub.Cells) {
+				states[sub.Cells[i]] = state
+			}
 		}
-		job, idx, ok := strings.Cut(f[0], "_")
-		if !ok {
-			continue
-		}
-		i, err := strconv.Atoi(idx)
-		sub, known := byJob[job]
-		if err != nil || !known || i < 0 || i >= len(sub.Cells) {
-			continue
-		}
-		states[sub.Cells[i]] = f[1]
 	}
 	return states, nil
 }
