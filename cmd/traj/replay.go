@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/trajlab/traj/environment/ccompiler"
@@ -188,16 +189,18 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 	if err := evalbox.CheckProvider(provider, deny); err != nil {
 		return nil, opts, usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations: %w", err))
 	}
+	cpus := allottedCPUs(os.Getenv)
 	workers := f.Workers
 	if workers <= 0 {
-		workers = runtime.NumCPU()
+		workers = cpus
+		opts.Workers = cpus
 	}
 	// The trees are untrusted: their build, compiles and programs each run
 	// in a sandbox of their own (local: on the host, for trusted trees);
 	// the evaluator is this process.
 	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
 		Artifacts: artifacts, Cache: cache,
-		CaseWorkers: max(1, runtime.NumCPU()/workers), OnCase: bar.Case,
+		CaseWorkers: max(1, cpus/workers), OnCase: bar.Case,
 		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 	g.Logger.Info("evaluating", "sandbox", provider)
 	return ev, opts, nil
@@ -348,4 +351,14 @@ func nonNil(p []replay.Problem) []replay.Problem {
 		return []replay.Problem{}
 	}
 	return p
+}
+
+// allottedCPUs is the CPUs this evaluate may use: a Slurm job's
+// SLURM_CPUS_PER_TASK (a cluster whose task plugin does not confine the
+// job shows every CPU of the node), else the CPUs the process may run on.
+func allottedCPUs(getenv func(string) string) int {
+	if n, err := strconv.Atoi(getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
+		return n
+	}
+	return runtime.NumCPU()
 }
