@@ -77,6 +77,13 @@ func ArrayStates(ctx context.Context, jobs []string) (map[string]map[int]string,
 		}
 		return nil, err
 	}
+	return parseQueue(out), nil
+}
+
+// parseQueue reads squeue -r -o "%i %T" lines: "job_index STATE", or a
+// pending range not yet split ("12_[2-5]", "12_[2-5%1]"), one per index.
+func parseQueue(out []byte) map[string]map[int]string {
+	states := map[string]map[int]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -88,7 +95,6 @@ func ArrayStates(ctx context.Context, jobs []string) (map[string]map[int]string,
 			continue
 		}
 		if strings.HasPrefix(idx, "[") {
-			// A pending range not yet split ("12_[2-5]"): one per index.
 			lo, hi, ok := arrayRange(idx)
 			if !ok {
 				continue
@@ -102,7 +108,7 @@ func ArrayStates(ctx context.Context, jobs []string) (map[string]map[int]string,
 			put(states, job, i, f[1])
 		}
 	}
-	return states, nil
+	return states
 }
 
 func put(states map[string]map[int]string, job string, i int, state string) {
