@@ -13,6 +13,8 @@ import (
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/replay/githistory"
+	"github.com/trajlab/traj/trace"
 )
 
 // BenchmarkEvaluationKeys is the evaluation CPU of one synthetic
@@ -34,9 +36,11 @@ import (
 // same for every tree of a compiler, evaluate every TRAJ_BENCH_STRIDE-th
 // tree (default 10: 30 trees, three of each compiler) and report their
 // CPU scaled to the whole trajectory (stride 1 measures every tree: 300
-// full evaluations are hours of CPU, the cost this key removes). Compiler i rejects the inputs whose MD5 starts with one of
-// the first 5+i hex digits, so each scores differently and the sample's
-// deviation from the full score means something. Suites: basics
+// full evaluations are hours of CPU, the cost this key removes).
+// Compiler i rejects sources over 150+120i bytes, so each scores
+// differently and the sample's deviation from the full score means
+// something (never a control, which is shorter: a compiler failing a
+// control has its suite voided at random). Suites: basics
 // (embedded), or the demo task's suites on $TRAJ_TESTS_DIR's fixtures.
 // Reported: CPU seconds of each way (this process and its sandboxes,
 // getrusage), their ratios, trees tested, and the largest difference
@@ -57,6 +61,19 @@ func BenchmarkEvaluationKeys(b *testing.B) {
 			b.Fatalf("TRAJ_BENCH_STRIDE=%q", v)
 		}
 	}
+	b.Run("trajectory=demo", func(b *testing.B) {
+		trees := demoTrees(b)
+		keyWays(b, len(trees), 1, func(i int) string { return trees[i]() })
+	})
+	b.Run(fmt.Sprintf("trajectory=synthetic-%d", n), func(b *testing.B) {
+		keyWays(b, n, stride, func(i int) string { return syntheticTree(b, i) })
+	})
+}
+
+// keyWays evaluates the n trees tree(i) makes (a fresh folder each call)
+// the three ways and reports them; the tree and sampled ways take every
+// stride-th tree and scale.
+func keyWays(b *testing.B, n, stride int, tree func(i int) string) {
 	tests := os.Getenv("TRAJ_TESTS_DIR")
 	paths := []string{"basics"}
 	if tests != "" {
@@ -100,7 +117,7 @@ func BenchmarkEvaluationKeys(b *testing.B) {
 			}
 			count := 0
 			for i := 0; i < n; i += every {
-				dir := syntheticTree(b, i)
+				dir := tree(i)
 				res, err := ev.Evaluate(ctx, dir, ps)
 				if err != nil {
 					b.Fatal(err)
@@ -116,7 +133,7 @@ func BenchmarkEvaluationKeys(b *testing.B) {
 					full[i] = rate
 				case "artifact":
 					if f, ok := full[i]; ok && rate != f {
-						b.Fatalf("tree %d: %.4f by artifact, %.4f by tree", i, rate, full[i])
+						b.Fatalf("tree %d: %.4f by artifact, %.4f by tree", i, rate, f)
 					}
 				case "sampled":
 					deviation = max(deviation, math.Abs(rate-full[i]))
@@ -140,7 +157,46 @@ func BenchmarkEvaluationKeys(b *testing.B) {
 	b.ReportMetric(cpu["artifact"]/cpu["tree"], "artifact/tree")
 	b.ReportMetric(cpu["sampled"]/cpu["tree"], "sampled/tree")
 	b.ReportMetric(deviation*100, "sample-max-dev-pct")
-	b.ReportMetric(float64(n), "checkpoints")
+	b.ReportMetric(float64(n), "trees")
+}
+
+// demoTrees are the distinct trees of the recorded demo trajectory
+// (replay/export/testdata/demo: make demo's 50 parts), each a function
+// exporting it into a fresh folder.
+func demoTrees(b *testing.B) []func() string {
+	b.Helper()
+	ctx := context.Background()
+	demo := filepath.Join("..", "export", "testdata", "demo")
+	f, err := os.Open(filepath.Join(demo, "agent_trace.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := trace.Read(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := githistory.Open(ctx, filepath.Join(demo, "repo.bundle"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	plan, err := replay.NewPlan(ctx, tr, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []func() string
+	for _, tree := range plan.Trees {
+		commit := plan.TreeCommit[tree]
+		out = append(out, func() string {
+			dir := filepath.Join(b.TempDir(), "tree")
+			if err := h.Export(ctx, commit, dir); err != nil {
+				b.Fatal(err)
+			}
+			return dir
+		})
+	}
+	return out
 }
 
 // syntheticTree writes checkpoint i of the benchmark's trajectory: a new
@@ -152,8 +208,8 @@ func syntheticTree(b *testing.B, i int) string {
 		b.Fatal(err)
 	}
 	compiler := i / 30
-	digits := "0123456789abcdef"[:min(15, 5+compiler)]
-	cc := fmt.Sprintf("#!/bin/sh\n# compiler %d\nfor a; do case $a in *.c) case $(md5sum < \"$a\" | cut -c1) in [%s]) exit 1;; esac;; esac; done\nexec gcc -w \"$@\"\n", compiler, digits)
+	limit := 150 + 120*compiler
+	cc := fmt.Sprintf("#!/bin/sh\n# compiler %d\nfor a; do case $a in *.c) [ $(wc -c < \"$a\") -gt %d ] && exit 1;; esac; done\nexec gcc -w \"$@\"\n", compiler, limit)
 	files := map[string]string{
 		"build.sh": "#!/bin/sh\nset -e\ncp cc.sh cc\nchmod +x cc\n",
 		"cc.sh":    cc,
