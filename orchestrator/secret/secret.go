@@ -220,7 +220,7 @@ func (r *Redactor) Part(p *trace.Part) {
 	p.GatewayCalls = r.GatewayCalls(p.GatewayCalls)
 	p.GroundTruth, _ = each(p.GroundTruth, func(g trace.GroundTruth) (trace.GroundTruth, bool) {
 		gs := &scrub{r: r}
-		for _, f := range []*string{&g.Commit, &g.Tree, &g.Timestamp, &g.CacheKey, &g.Error} {
+		for _, f := range []*string{&g.Commit, &g.Tree, &g.Timestamp, &g.CacheKey, &g.Key, &g.Artifact, &g.KeyWhy, &g.Error} {
 			gs.str(f)
 		}
 		g.Suites, _ = each(g.Suites, func(c trace.SuiteCount) (trace.SuiteCount, bool) {
