@@ -14,6 +14,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/evalarray"
 	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
@@ -36,14 +37,21 @@ type clusterFlags struct {
 	Manifest   string        `type:"path" help:"kube: write the manifest here (default: stdout)."`
 }
 
+// clusterEvaluator is the evaluator of a cluster's submitter and tasks:
+// against the store's evaluation cache (the one the tasks share), with no
+// progress bar (a task's log gets lines instead).
+func (f evalFlags) clusterEvaluator(ctx context.Context, g *Globals, t *source.Trajectory) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
+	st, err := t.CacheStore(ctx)
+	if err != nil {
+		return nil, replay.EvaluateOptions{}, err
+	}
+	return f.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false), source.Cache(st))
+}
+
 // runCluster evaluates t's trees the cache lacks on a cluster, then (Slurm)
 // writes the report from the cache as a local evaluate does.
 func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *source.Trajectory) error {
-	st, err := t.CacheStore(ctx)
-	if err != nil {
-		return err
-	}
-	ev, opts, err := c.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false), source.Cache(st))
+	ev, opts, err := c.clusterEvaluator(ctx, g, t)
 	if err != nil {
 		return err
 	}
@@ -322,11 +330,7 @@ func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer t.Close()
-	st, err := t.CacheStore(ctx)
-	if err != nil {
-		return err
-	}
-	ev, opts, err := c.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false), source.Cache(st))
+	ev, opts, err := c.clusterEvaluator(ctx, g, t)
 	if err != nil {
 		return err
 	}

@@ -259,13 +259,13 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		key.Why = "the build failed"
 		keyed = false
 	}
+	ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
 	if keyed {
 		release, err := e.claim(ctx, key.Artifact)
 		if err != nil {
 			return Payload{}, err
 		}
 		defer release()
-		ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
 		c, ok, err := cache.Get(ctx, ak)
 		if err == nil && ok && c.MatchesArtifact(key.Artifact, version, paths) {
 			res := c.Result
@@ -294,7 +294,6 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		return Payload{}, err
 	}
 	if keyed {
-		ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
 		entry := replay.CacheEntry{Artifact: key.Artifact, EnvVersion: version, TestPaths: paths, Result: res,
 			DurationMs: time.Since(start).Milliseconds()}
 		if err := cache.Put(ctx, ak, entry); err != nil {
