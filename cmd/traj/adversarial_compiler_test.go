@@ -34,6 +34,10 @@ import (
 //   - lookup-forger (the container's, see compilerAgents): lookup's ./cc
 //     and forger's daemon in one agent.
 //
+// The task declares its build's artifacts (./cc), as the built-in task
+// does: every compile is shown ./cc alone, and ground truth keeps results
+// under the artifacts' digest, so the attacks run through that path.
+//
 // Each scores no more than the control, and exit0 and the lookup compiler
 // (which emits `exit 0` for a torture case) score 0 on torture and
 // c_testsuite (the suites a program that does nothing would pass).
