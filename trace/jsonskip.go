@@ -18,8 +18,9 @@ var (
 // ObjectFields calls fn with each key and raw value of the JSON object in
 // data, without decoding the values: indexing reads a handful of small
 // fields of each part and skips its content, which is most of its bytes,
-// at memory speed instead of through encoding/json. data must be a valid
-// JSON object (the decoder that cut it out has checked it); keys with
+// at memory speed instead of through encoding/json. It checks the
+// object's own commas and colons, not its values: a caller that trusts a
+// value decodes it (the export does, part by part); keys with
 // escapes are passed still escaped, which never matches the plain keys
 // the index asks for.
 func ObjectFields(data []byte, fn func(key, val []byte) error) error {
@@ -28,15 +29,22 @@ func ObjectFields(data []byte, fn func(key, val []byte) error) error {
 		return errSyntax
 	}
 	i++
-	for {
+	for first := true; ; first = false {
 		i = skipSpace(data, i)
 		if i >= len(data) {
 			return errSyntax
 		}
-		if data[i] == '}' {
+		if data[i] == '}' && first {
 			return nil
 		}
-		if data[i] == ',' {
+		if !first {
+			// After a field: its comma, or the object's end.
+			if data[i] == '}' {
+				return nil
+			}
+			if data[i] != ',' {
+				return errSyntax
+			}
 			i = skipSpace(data, i+1)
 		}
 		if i >= len(data) || data[i] != '"' {

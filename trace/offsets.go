@@ -21,6 +21,11 @@ type OffsetVisitor struct {
 	TurnField func(ti int, key string, raw []byte) error
 	// Part is a part of turn ti, starting at byte off of the file.
 	Part func(ti int, off int64, raw []byte) error
+	// End is called once the top-level object has closed, with the
+	// offset just after its '}': what follows is the caller's to check
+	// (a live trace may show stale bytes there for an instant while the
+	// writer cuts its tail; a finished one has only white space).
+	End func(off int64) error
 }
 
 // ScanFrom says where ScanOffsets starts: the zero value is the start of
@@ -43,7 +48,13 @@ const scanChunk = 1 << 20
 func ScanOffsets(f io.ReaderAt, size int64, from ScanFrom, v OffsetVisitor) error {
 	st := &byteStream{f: f, size: size, base: from.After}
 	sc := &offsetScanner{s: st, v: v, turns: from.Turn}
-	return sc.doc(from)
+	if err := sc.doc(from); err != nil {
+		return err
+	}
+	if v.End != nil {
+		return v.End(st.base + int64(st.pos))
+	}
+	return nil
 }
 
 // byteStream reads a trace through a window that grows to hold the value
@@ -112,15 +123,19 @@ func (s *byteStream) expect(c byte) error {
 	return nil
 }
 
-// openArray opens the array that is the next value, or skips the value
-// when it is not one (null): whether an array was opened.
+// openArray opens the array that is the next value, or skips a null:
+// whether an array was opened. Any other value is malformed (turns and
+// parts are arrays).
 func (s *byteStream) openArray() (bool, error) {
 	c, err := s.peek()
 	if err != nil {
 		return false, err
 	}
 	if c != '[' {
-		_, _, err := s.value()
+		v, off, err := s.value()
+		if err == nil && string(v) != "null" {
+			err = fmt.Errorf("at byte %d: want an array or null: %w", off, errSyntax)
+		}
 		return false, err
 	}
 	s.pos++
