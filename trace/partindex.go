@@ -248,6 +248,17 @@ func readPartRecords(path string) ([]PartEntry, error) {
 }
 
 func decodePartRecord(r []byte) (PartEntry, bool) {
+	e, ok := decodePartPlace(r)
+	if ok {
+		e.Commit = hex.EncodeToString(r[25 : 25+int(r[24])])
+	}
+	return e, ok
+}
+
+// decodePartPlace is decodePartRecord without the commit (its hex is
+// most of the decoding's cost, and checking an index needs only where the
+// parts are).
+func decodePartPlace(r []byte) (PartEntry, bool) {
 	le := binary.LittleEndian
 	if crc32.Checksum(r[:60], castagnoli) != le.Uint32(r[60:]) || r[24] > 32 {
 		return PartEntry{}, false
@@ -255,7 +266,7 @@ func decodePartRecord(r []byte) (PartEntry, bool) {
 	return PartEntry{
 		Part: int(le.Uint32(r[0:])), Turn: int(le.Uint32(r[4:])), Off: int64(le.Uint64(r[8:])),
 		Len: int(le.Uint32(r[16:])), Sum: le.Uint32(r[20:]),
-		Commit: hex.EncodeToString(r[25 : 25+int(r[24])]), Committed: r[57]&1 != 0, CommitInPart: r[57]&2 != 0,
+		Committed: r[57]&1 != 0, CommitInPart: r[57]&2 != 0,
 	}, true
 }
 
