@@ -215,8 +215,8 @@ func digestOf(t *testing.T, report []byte) string {
 	if err := os.WriteFile(p, report, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, data := replay.ReadReportDigest(p)
-	if d == "" || !bytes.Equal(data, report) {
+	d := replay.ReadReportDigest(p)
+	if d == "" || d != replay.ReportDigest(report) {
 		t.Fatalf("report's inputs digest not read back: %q", d)
 	}
 	return d
@@ -256,7 +256,7 @@ func TestReadReportDigest(t *testing.T) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := replay.ReadReportDigest(p); got != "" {
+		if got := replay.ReadReportDigest(p); got != "" {
 			t.Errorf("%s report: inputs digest %q, want none", name, got)
 		}
 	}
