@@ -202,40 +202,28 @@ func writeATIF(ctx context.Context, in *input, opts *Options) (map[string]int64,
 
 // scanTurns reads the turns' own fields (timestamp, prompt) first: the
 // streaming reader hands a turn's fields over after its parts, and the
-// user entry of a turn comes before them.
+// user entry of a turn comes before them. It walks the trace by byte
+// offset, decoding no part.
 func scanTurns(path string) ([]trace.Turn, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var turns []trace.Turn
-	err = trace.Scan(f, trace.Visitor{OnTurn: func(_ int, t *trace.Turn) error {
+	err := readTurns(path, func(_ int, t *trace.Turn) error {
 		t.TrailingParts = nil // read again with the parts
 		turns = append(turns, *t)
 		return nil
-	}})
+	})
 	return turns, err
 }
 
 func (e *atifExport) scan(ctx context.Context) error {
-	f, err := os.Open(e.in.tracePath)
-	if err != nil {
-		return fmt.Errorf("read trace of %s: %w", e.in.id, err)
-	}
-	defer f.Close()
-	err = trace.Scan(f, trace.Visitor{
+	err := readTrace(ctx, e.in.tracePath, 0, readOptions{otherUsage: true}, traceVisitor{
 		OnHeader: func(h *trace.Header) error {
 			e.header = *h
 			e.sessions.root = h.SessionID
 			e.sessions.setAgent(h.Agent)
 			return nil
 		},
-		OnPart: func(turn int, p *trace.Part) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return e.part(turn, p)
+		OnPart: func(turn int, d *decodedPart) error {
+			return e.part(turn, d)
 		},
 		OnTurn: func(i int, t *trace.Turn) error {
 			if err := e.userEntry(i); err != nil {
@@ -280,14 +268,13 @@ func (e *atifExport) userEntry(i int) error {
 		Extra: map[string]any{"traj": map[string]any{"turn": t.Turn, "session_id": t.SessionID}}})
 }
 
-func (e *atifExport) part(turn int, p *trace.Part) error {
-	for _, raw := range p.Sessions {
-		e.sessions.add(raw)
+func (e *atifExport) part(turn int, d *decodedPart) error {
+	p := &d.Part
+	for _, s := range d.sessions {
+		e.sessions.addSession(s)
 	}
-	for _, raw := range p.NewMessages {
-		if id, model := messageModel(raw, e.sessions.reader); id != "" && model != "" {
-			e.models[id] = model
-		}
+	for _, m := range d.models {
+		e.models[m.id] = m.model
 	}
 	if err := e.userEntry(turn); err != nil {
 		return err
@@ -296,8 +283,8 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 	// The harness's per-call usage comes in uncounted parts after the
 	// call's last part: attach it to that message before this part may
 	// close it.
-	for _, raw := range p.OtherParts {
-		e.callUsage(raw)
+	for _, u := range d.usage {
+		e.addCallUsage(u)
 	}
 	sess := p.SessionID
 	if sess == "" {
@@ -317,7 +304,7 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 	if sess != e.sessions.root {
 		e.child(sess)
 	}
-	v := viewPart(p, e.sessions.reader)
+	v := &d.view
 	switch v.Type {
 	case "text":
 		m.texts = append(m.texts, v.Text)
@@ -410,10 +397,13 @@ func partExtra(p *trace.Part, turns []trace.Turn, turn int) map[string]any {
 // callUsage adds a per-call usage part's numbers to its open message's
 // metrics (the part itself stays verbatim in extra).
 func (e *atifExport) callUsage(raw json.RawMessage) {
-	u, ok := modelCallUsage(raw, e.sessions.reader)
-	if !ok {
-		return
+	if u, ok := modelCallUsage(raw, e.sessions.reader); ok {
+		e.addCallUsage(u)
 	}
+}
+
+// addCallUsage adds one call's usage the reader found.
+func (e *atifExport) addCallUsage(u usage) {
 	e.perCall = true
 	for _, m := range e.pending {
 		if m.messageID == u.MessageID {
