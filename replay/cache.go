@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -218,8 +219,12 @@ type SetCache interface {
 	// LoadSet returns the entries of set name by tree (nil when it does
 	// not exist). An error means the set cannot be used.
 	LoadSet(ctx context.Context, name string) (*Set, error)
-	// SaveSet replaces set name.
+	// SaveSet replaces set name and sets set.Sum to the stored object's.
 	SaveSet(ctx context.Context, name string, set *Set) error
+	// SetSum returns the Sum of set name as stored, without decoding its
+	// entries ("" when it does not exist). An error means the set cannot
+	// be used.
+	SetSum(ctx context.Context, name string) (string, error)
 }
 
 // Set is the cache entries of one environment version and test paths,
@@ -228,6 +233,9 @@ type Set struct {
 	EnvVersion string
 	TestPaths  []string
 	Entries    map[string]SetEntry
+	// Sum is the SHA-256 of the set's object as read or written (hex; ""
+	// for a set never stored): one value that stands for every entry.
+	Sum string
 }
 
 // SetEntry is one tree's entry in a set: what the cache entry holds
@@ -288,21 +296,17 @@ func EncodeSet(set *Set) []byte {
 // cut or changed after it was written) — is an error wrapping
 // ErrBadEntry.
 func DecodeSet(data []byte) (*Set, error) {
-	body, last, ok := cutLastLine(data)
-	if !ok {
-		return nil, fmt.Errorf("%w: set has no sum line", ErrBadEntry)
-	}
-	if string(last) != fmt.Sprintf("sum %08x", crc32.Checksum(body, castagnoli)) {
-		return nil, fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", ErrBadEntry)
+	body, err := checkSet(data)
+	if err != nil {
+		return nil, err
 	}
 	line, rest, _ := bytes.Cut(body, []byte("\n"))
 	if string(line) != setVersion {
 		return nil, fmt.Errorf("%w: set version %.40q", ErrBadEntry, line)
 	}
-	set := &Set{TestPaths: []string{}}
+	set := &Set{TestPaths: []string{}, Sum: setSum(data)}
 	line, rest, _ = bytes.Cut(rest, []byte("\n"))
 	q, ok := bytes.CutPrefix(line, []byte("env "))
-	var err error
 	if set.EnvVersion, err = strconv.Unquote(string(q)); !ok || err != nil {
 		return nil, fmt.Errorf("%w: set env line %.80q", ErrBadEntry, line)
 	}
@@ -328,6 +332,25 @@ func DecodeSet(data []byte) (*Set, error) {
 		set.Entries[string(f[0])] = SetEntry{Digest: string(f[1]), DurationMs: d, Result: f[3]}
 	}
 	return set, nil
+}
+
+// checkSet checks a set object's last line, the CRC of the rest, and
+// returns the rest.
+func checkSet(data []byte) ([]byte, error) {
+	body, last, ok := cutLastLine(data)
+	if !ok {
+		return nil, fmt.Errorf("%w: set has no sum line", ErrBadEntry)
+	}
+	if string(last) != fmt.Sprintf("sum %08x", crc32.Checksum(body, castagnoli)) {
+		return nil, fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", ErrBadEntry)
+	}
+	return body, nil
+}
+
+// setSum is Set.Sum of a set object's bytes.
+func setSum(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // cutLastLine splits data ending in '\n' into what comes before its last
@@ -400,8 +423,78 @@ func (c *BlobCache) SaveSet(ctx context.Context, name string, set *Set) error {
 	if c.SetKeyFunc == nil {
 		return nil
 	}
-	if err := c.Blobs.Put(ctx, c.SetKeyFunc(name), EncodeSet(set)); err != nil {
+	data := EncodeSet(set)
+	if err := c.Blobs.Put(ctx, c.SetKeyFunc(name), data); err != nil {
 		return fmt.Errorf("write evaluation cache set %s: %w", name, err)
 	}
+	set.Sum = setSum(data)
 	return nil
+}
+
+// BlobLoader is Blobs that can also stream an object to fn: SetSum then
+// checks a set without holding it (2 MB at 50,000 parts, most of a cached
+// evaluate's memory).
+type BlobLoader interface {
+	Load(ctx context.Context, key string, fn func(io.Reader) error) error
+}
+
+// SetSum implements SetCache.
+func (c *BlobCache) SetSum(ctx context.Context, name string) (string, error) {
+	if c.SetKeyFunc == nil {
+		return "", nil
+	}
+	var sum string
+	var err error
+	if l, ok := c.Blobs.(BlobLoader); ok {
+		err = l.Load(ctx, c.SetKeyFunc(name), func(r io.Reader) error {
+			var serr error
+			sum, serr = streamSetSum(r)
+			return serr
+		})
+	} else {
+		var data []byte
+		if data, err = c.Blobs.Get(ctx, c.SetKeyFunc(name)); err == nil {
+			if _, err = checkSet(data); err == nil {
+				sum = setSum(data)
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, ErrBadEntry):
+		return "", fmt.Errorf("evaluation cache set %s: %w", name, err)
+	case err != nil && c.IsNotFound != nil && c.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read evaluation cache set %s: %w", name, err)
+	}
+	return sum, nil
+}
+
+// streamSetSum is checkSet and setSum of the set object read from r,
+// holding only its last line: "sum <8 hex>\n", the CRC of what precedes
+// it.
+func streamSetSum(r io.Reader) (string, error) {
+	const last = len("sum 01234567\n")
+	h, crc := sha256.New(), crc32.New(castagnoli)
+	buf := make([]byte, 64<<10)
+	held := 0 // bytes at buf's start not yet in crc
+	for {
+		n, err := r.Read(buf[held:])
+		h.Write(buf[held : held+n])
+		held += n
+		if held > last {
+			crc.Write(buf[:held-last])
+			held = copy(buf, buf[held-last:held])
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	if held != last || string(buf[:last]) != fmt.Sprintf("sum %08x\n", crc.Sum32()) {
+		return "", fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", ErrBadEntry)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

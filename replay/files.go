@@ -55,22 +55,22 @@ func CheckOutput(path string, protected []string) error {
 
 // CheckReportOutput is CheckOutput for evaluate's report, and reads the
 // report already at path: when it is one evaluate wrote, whole
-// (ReadReportDigest), it is no trace and its inputs digest and bytes are
-// returned (EvaluateOptions.Previous).
-func CheckReportOutput(path string, protected []string) (previous string, data []byte, err error) {
-	if previous, data = ReadReportDigest(path); previous == "" {
-		return "", nil, CheckOutput(path, protected)
+// (ReadReportDigest), it is no trace and its inputs digest is returned
+// (EvaluateOptions.Previous).
+func CheckReportOutput(path string, protected []string) (previous string, err error) {
+	if previous = ReadReportDigest(path); previous == "" {
+		return "", CheckOutput(path, protected)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("resolve output %q: %w", path, err)
+		return "", fmt.Errorf("resolve output %q: %w", path, err)
 	}
 	for _, p := range protected {
 		if p != "" && inside(abs, p) {
-			return "", nil, UsageError("output %s is inside %s (a store or a trajectory's folder); write it elsewhere", abs, p)
+			return "", UsageError("output %s is inside %s (a store or a trajectory's folder); write it elsewhere", abs, p)
 		}
 	}
-	return previous, data, nil
+	return previous, nil
 }
 
 // isTrace reports whether the file at path is a trace: a JSON object

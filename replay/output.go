@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -192,28 +191,36 @@ const sumField = ",\n  \"sum\": \"crc32c:"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ReadReportDigest reads the report at path and returns its InputsDigest
-// and bytes when it has one and its Sum matches its bytes; "" when it is
-// missing, has none, or was changed after it was written.
-func ReadReportDigest(path string) (string, []byte) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", nil
+// ReadReportDigest returns the InputsDigest of the report at path (see
+// ReportDigest); "" when it is missing or unreadable. The file is mapped,
+// not read: at 50,000 parts a report is 24 MB, and a cached evaluate only
+// needs its sum checked.
+func ReadReportDigest(path string) string {
+	var d string
+	if err := withMapped(path, func(data []byte) { d = ReportDigest(data) }); err != nil {
+		return ""
 	}
+	return d
+}
+
+// ReportDigest returns the InputsDigest of the report data when it has
+// one and its Sum matches its bytes; "" when it has none, or was changed
+// after it was written.
+func ReportDigest(data []byte) string {
 	const inputsField = "\"inputs_digest\": \""
 	tail := len(sumField) + 8 + len("\"\n}\n")
 	if len(data) < tail+len(inputsField)+65 {
-		return "", nil
+		return ""
 	}
 	body, end := data[:len(data)-tail], data[len(data)-tail:]
 	if string(end) != fmt.Sprintf("%s%08x\"\n}\n", sumField, crc32.Checksum(body, castagnoli)) {
-		return "", nil
+		return ""
 	}
 	in := body[len(body)-len(inputsField)-65:]
 	if !bytes.HasPrefix(in, []byte(inputsField)) || in[len(in)-1] != '"' {
-		return "", nil
+		return ""
 	}
-	return string(in[len(inputsField) : len(in)-1]), data
+	return string(in[len(inputsField) : len(in)-1])
 }
 
 // marshalParts is marshalIndent without the digest.

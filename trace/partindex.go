@@ -153,28 +153,49 @@ func loadPartIndex(f io.ReaderAt, size int64, indexPath string) (*PartIndex, err
 
 // verifySample checks the stored entries against the trace: in order,
 // inside the file, and the bytes of the first, the last and up to 14
-// parts between them unchanged.
+// parts between them unchanged (sampleIndexes).
 func verifySample(f io.ReaderAt, size int64, es []PartEntry) bool {
 	for i, e := range es {
-		if e.Off < 0 || e.Len <= 0 || e.Off+int64(e.Len) > size || (i > 0 && e.Off < es[i-1].Off+int64(es[i-1].Len)) {
+		if !placeFollows(e, es[max(i-1, 0)], i, size) {
 			return false
 		}
 	}
-	const between = 14
-	check := func(e PartEntry) bool {
-		buf := make([]byte, e.Len)
-		_, err := f.ReadAt(buf, e.Off)
-		return err == nil && crc32.Checksum(buf, castagnoli) == e.Sum
-	}
-	if !check(es[0]) || !check(es[len(es)-1]) {
-		return false
-	}
-	for k := 1; k <= between && len(es) > 2; k++ {
-		if !check(es[k*(len(es)-1)/(between+1)]) {
+	for _, i := range sampleIndexes(len(es)) {
+		if !partBytesMatch(f, es[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// placeFollows reports whether entry i, e, lies inside a file of size
+// bytes and after prev (entry i-1).
+func placeFollows(e, prev PartEntry, i int, size int64) bool {
+	return e.Off >= 0 && e.Len > 0 && e.Off+int64(e.Len) <= size && (i == 0 || e.Off >= prev.Off+int64(prev.Len))
+}
+
+// sampleIndexes are the entries of n whose bytes verifySample checks:
+// the first, the last and up to 14 spread between them.
+func sampleIndexes(n int) []int {
+	const between = 14
+	if n == 0 {
+		return nil
+	}
+	out := []int{0}
+	for k := 1; k <= between && n > 2; k++ {
+		out = append(out, k*(n-1)/(between+1))
+	}
+	if n > 1 {
+		out = append(out, n-1)
+	}
+	return out
+}
+
+// partBytesMatch reports whether the trace in f holds e's bytes.
+func partBytesMatch(f io.ReaderAt, e PartEntry) bool {
+	buf := make([]byte, e.Len)
+	_, err := f.ReadAt(buf, e.Off)
+	return err == nil && crc32.Checksum(buf, castagnoli) == e.Sum
 }
 
 // scan adds the parts found from from to the end of the trace.

@@ -81,13 +81,13 @@ func TestPartIndex(t *testing.T) {
 			if _, err := os.Stat(ixPath); err != nil {
 				t.Fatalf("the writer left no part index: %v", err)
 			}
-			fresh, err := trace.PartIndexDigest(path)
+			fresh, _, err := trace.PartIndexDigest(path)
 			if err != nil {
 				t.Fatalf("digest of the index as written: %v", err)
 			}
 			tc.damage(t, path, ixPath)
 			// A digest only of an index that describes every part.
-			switch d, err := trace.PartIndexDigest(path); {
+			switch d, _, err := trace.PartIndexDigest(path); {
 			case (tc.rebuilt || tc.added > 0) && !errors.Is(err, trace.ErrStaleIndex):
 				t.Errorf("digest of a damaged index: %.12s, %v; want ErrStaleIndex", d, err)
 			case !tc.rebuilt && tc.added == 0 && (err != nil || d != fresh):
@@ -120,8 +120,8 @@ func TestPartIndex(t *testing.T) {
 					t.Errorf("after the writer reopened the trace: rebuilt %v, added %d", again.Rebuilt, again.Added)
 				}
 				checkPartIndex(t, path, again, 12)
-				if _, err := trace.PartIndexDigest(path); err != nil {
-					t.Errorf("digest after the writer repaired the index: %v", err)
+				if _, n, err := trace.PartIndexDigest(path); err != nil || n != 12 {
+					t.Errorf("digest after the writer repaired the index: %d parts, %v", n, err)
 				}
 			}
 		})
@@ -134,9 +134,12 @@ func TestPartIndexDigest(t *testing.T) {
 	spec := tracetest.Spec{Turns: []int{4, 3}, PartSize: 400}
 	a := tracetest.WriteDir(t, t.TempDir(), spec)
 	b := tracetest.WriteDir(t, t.TempDir(), spec)
-	da, err := trace.PartIndexDigest(a)
+	da, n, err := trace.PartIndexDigest(a)
 	must(t, err)
-	db, err := trace.PartIndexDigest(b)
+	if n != 7 {
+		t.Errorf("digest of %d parts, the trace has 7", n)
+	}
+	db, _, err := trace.PartIndexDigest(b)
 	must(t, err)
 	if da != db {
 		t.Errorf("one recording at two paths: digests %.12s and %.12s", da, db)
@@ -145,8 +148,8 @@ func TestPartIndexDigest(t *testing.T) {
 	must(t, err)
 	must(t, w.AppendPart(tracetest.RealisticPart(8, tracetest.Commit(8), 400)))
 	must(t, w.Close())
-	if db, err = trace.PartIndexDigest(b); err != nil || db == da {
-		t.Errorf("after a part was added: %.12s, %v; want a new digest", db, err)
+	if db, n, err = trace.PartIndexDigest(b); err != nil || db == da || n != 8 {
+		t.Errorf("after a part was added: %.12s of %d parts, %v; want a new digest of 8", db, n, err)
 	}
 }
 

@@ -226,9 +226,8 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	// A report this evaluate would write again (the cache serves every
 	// tree, same inputs) is left as it is: at 50,000 parts it is 24 MB.
 	var previousDigest string
-	var previous []byte
 	if c.Output != "" {
-		if previousDigest, previous, err = replay.CheckReportOutput(c.Output, t.Protected); err != nil {
+		if previousDigest, err = replay.CheckReportOutput(c.Output, t.Protected); err != nil {
 			return usageExit(err)
 		}
 	}
@@ -263,19 +262,37 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	parts, commits, err := replay.PartCommitsAt(t.TracePath)
-	if err != nil {
-		return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
-	}
+	// The parts' digest is taken before the parts are read: a trace that
+	// grows in between gets a report that says it is older than it is,
+	// never one that says it is newer.
+	var nparts int
+	opts.PartsDigest, nparts, _ = trace.PartIndexDigest(t.TracePath)
 	if c.HTML == "" {
 		opts.Previous = previousDigest
 	}
-	out, evalErr := replay.EvaluateParts(ctx, t.ID, parts, commits, t.History, ev, opts)
-	if errors.Is(evalErr, replay.ErrUnchanged) {
-		if err := t.SaveEvaluationUnlessSame(ctx, previous); err != nil {
-			g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
+	var out *replay.Output
+	var evalErr error
+	if replay.Unchanged(ctx, t.ID, ev, opts) {
+		evalErr = replay.ErrUnchanged
+	} else {
+		parts, commits, err := replay.PartCommitsAt(t.TracePath)
+		if err != nil {
+			return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
 		}
-		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", len(parts), dest)
+		nparts = len(parts)
+		out, evalErr = replay.EvaluateParts(ctx, t.ID, parts, commits, t.History, ev, opts)
+	}
+	if errors.Is(evalErr, replay.ErrUnchanged) {
+		if t.KeepsEvaluation() {
+			// The copy beside the trajectory is compared with the report
+			// only here: a loose trace has none, and the report is not read.
+			if data, err := os.ReadFile(c.Output); err == nil && replay.ReportDigest(data) == previousDigest {
+				if err := t.SaveEvaluationUnlessSame(ctx, data); err != nil {
+					g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
+				}
+			}
+		}
+		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", nparts, dest)
 		return nil
 	}
 	if out == nil {

@@ -295,6 +295,11 @@ func (b blobs) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, err
 }
 
+// Load implements replay.BlobLoader.
+func (b blobs) Load(ctx context.Context, key string, fn func(io.Reader) error) error {
+	return b.st.Load(ctx, key, fn)
+}
+
 func (b blobs) Put(ctx context.Context, key string, data []byte) error {
 	return b.st.Save(ctx, key, store.Bytes(data))
 }

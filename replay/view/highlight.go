@@ -4,11 +4,12 @@ import (
 	"strings"
 
 	"github.com/alecthomas/chroma/v2"
-	"github.com/alecthomas/chroma/v2/lexers"
+	"github.com/trajlab/traj/replay/view/lexers"
 )
 
 // Highlighting is done here, on the server, by chroma (the lexer library
-// behind Hugo and goldmark-highlighting, ~250 languages, maintained): the
+// behind Hugo and goldmark-highlighting, ~250 languages, maintained; its
+// lexers built on first use, see package lexers): the
 // page receives lines of [class, text] tokens and builds spans with
 // textContent, styled by classes in app.css. No inline style, no HTML
 // from the server, nothing fetched: the page stays CSP-strict and offline.
