@@ -120,13 +120,7 @@ func (m *sessionMap) setAgent(field string) {
 	m.reader = harness.Reader(field)
 }
 
-func (m *sessionMap) add(raw json.RawMessage) {
-	if s, ok := m.reader.Session(raw); ok {
-		m.addSession(s)
-	}
-}
-
-// addSession takes a session the reader read.
+// addSession takes a session object the reader read.
 func (m *sessionMap) addSession(s agent.Session) {
 	if m.parents == nil {
 		m.parents = make(map[string]string)
