@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/trajlab/traj/trace"
@@ -56,6 +57,19 @@ type atifEntry struct {
 	Metrics          *atifMetrics     `json:"metrics,omitempty"`
 	LLMCallCount     *int             `json:"llm_call_count,omitempty"`
 	Extra            map[string]any   `json:"extra,omitempty"`
+
+	// traj and parts are an agent entry's extra.traj and its parts,
+	// already marshalled (marshalEntry puts them in Extra).
+	traj  map[string]any
+	parts [][]byte
+}
+
+// marshal is json.Marshal(ent), extra.traj included.
+func (ent *atifEntry) marshal() ([]byte, error) {
+	if ent.traj != nil {
+		return marshalEntry(ent, ent.traj, ent.parts)
+	}
+	return json.Marshal(ent)
 }
 
 type atifToolCall struct {
@@ -151,7 +165,7 @@ type atifMessage struct {
 	texts, reasoning              []string
 	calls                         []atifToolCall
 	results                       []atifResult
-	parts                         []map[string]any
+	parts                         [][]byte     // partExtra of each, marshalled
 	callUsage                     trace.Tokens // from the harness's per-call usage
 	callCost                      float64
 	callsSeen                     int          // model calls whose usage was seen
@@ -215,7 +229,11 @@ func scanTurns(path string) ([]trace.Turn, error) {
 }
 
 func (e *atifExport) scan(ctx context.Context) error {
-	err := readTrace(ctx, e.in.tracePath, 0, readOptions{otherUsage: true}, traceVisitor{
+	// Each part's extra is marshalled on the decoders, with the turns'
+	// prompts as the first pass read them.
+	turns := slices.Clone(e.turns)
+	extra := func(p *trace.Part, turn int) ([]byte, error) { return marshalPartExtra(p, turns, turn) }
+	err := readTrace(ctx, e.in.tracePath, 0, readOptions{otherUsage: true, extra: extra}, traceVisitor{
 		OnHeader: func(h *trace.Header) error {
 			e.header = *h
 			e.sessions.root = h.SessionID
@@ -358,7 +376,7 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 		m.partCost += *p.Cost
 		m.partHasUsage = true
 	}
-	m.parts = append(m.parts, partExtra(p, e.turns, turn))
+	m.parts = append(m.parts, d.extra)
 	return nil
 }
 
@@ -467,7 +485,7 @@ func (e *atifExport) flush(session string) error {
 	if len(m.results) > 0 {
 		ent.Observation = &atifObservation{Results: m.results}
 	}
-	traj := map[string]any{"message_id": m.messageID, "session_id": m.session, "parts": m.parts}
+	traj := map[string]any{"message_id": m.messageID, "session_id": m.session}
 	var tokens trace.Tokens
 	var cost float64
 	switch {
@@ -482,7 +500,7 @@ func (e *atifExport) flush(session string) error {
 		ent.Metrics = metricsOf(tokens, &cost)
 		traj["metrics_source"] = "usage traj attributed to the parts"
 	}
-	ent.Extra = map[string]any{"traj": traj}
+	ent.traj, ent.parts = traj, m.parts
 	if session == e.sessions.root {
 		return e.writeRoot(ent)
 	}
@@ -506,7 +524,7 @@ func (e *atifExport) writeRoot(ent *atifEntry) error {
 	}
 	e.rootN++
 	ent.StepID = e.rootN
-	b, err := json.Marshal(ent)
+	b, err := ent.marshal()
 	if err != nil {
 		return err
 	}
@@ -560,7 +578,7 @@ func (e *atifExport) spill(c *atifChild, ent *atifEntry) error {
 		c.f, c.w = f, bufio.NewWriter(f)
 	}
 	ent.StepID = 0
-	b, err := json.Marshal(ent)
+	b, err := ent.marshal()
 	if err != nil {
 		return err
 	}

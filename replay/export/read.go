@@ -38,6 +38,8 @@ type decodedPart struct {
 	// usage is the per-call usage of each of OtherParts the reader
 	// found one in (only when readOptions.otherUsage).
 	usage []usage
+	// extra is what readOptions.extra made of the part.
+	extra []byte
 }
 
 // messageRef is a new message's id and the model its call used.
@@ -62,6 +64,8 @@ type readOptions struct {
 	// is what an export pays most for after decoding (a page fault per
 	// page touched).
 	reuse bool
+	// extra, when set, is run on each part by its decoder.
+	extra func(p *trace.Part, turn int) ([]byte, error)
 }
 
 // prepare reads d's harness objects with r (what the export's code used
@@ -252,6 +256,12 @@ func decodeItem(it *readItem, r agent.Reader, o readOptions) error {
 	}
 	if err := o.prepare(&it.part, r); err != nil {
 		return &trace.ScanError{Path: path, Offset: it.end, Err: err}
+	}
+	if o.extra != nil {
+		var err error
+		if it.part.extra, err = o.extra(&it.part.Part, it.turn); err != nil {
+			return &trace.ScanError{Path: path, Offset: it.end, Err: err}
+		}
 	}
 	return nil
 }

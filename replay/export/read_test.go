@@ -248,3 +248,57 @@ func TestExportIgnoresPartIndex(t *testing.T) {
 		t.Error("a missing part index changed the export")
 	}
 }
+
+// TestMarshalPartExtra: a part's extra written by hand, verbatim values
+// copied when canonical, is json.Marshal's bytes; and an entry with its
+// parts spliced in is Marshal's entry.
+func TestMarshalPartExtra(t *testing.T) {
+	var parts []trace.Part
+	for _, path := range []string{"testdata/demo/agent_trace.json", "../../sandbox/harness/testdata/claude-code/agent_trace.json",
+		"../../sandbox/harness/testdata/codex/agent_trace.json"} {
+		old, _ := scanBoth(t, path)
+		for _, p := range old.Parts {
+			parts = append(parts, p.Part)
+		}
+	}
+	for _, content := range []string{`{ "a" : 1 }`, `{"a":"<b>&\u2028"}`, "{\"a\":\"\u2028\u2029\"}", `{"a":"x y","b":[1, 2]}`,
+		`{"a":"\\\"< "}`, `{"a":"\"", "b":1}`, `[1,"]",{"\\\\":"\""}]`, `"plain"`, `null`} {
+		parts = append(parts, trace.Part{Part: 1, Content: json.RawMessage(content), OtherParts: []json.RawMessage{json.RawMessage(content), []byte(`{}`)},
+			Sessions: []json.RawMessage{json.RawMessage(content)}, Prompt: "<p>", Tool: "a&b"})
+	}
+	turns := []trace.Turn{{Prompt: "<p>"}}
+	var all [][]byte
+	var want []map[string]any
+	for i := range parts {
+		got, err := marshalPartExtra(&parts[i], turns, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := partExtra(&parts[i], turns, 0)
+		exp, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(exp) {
+			t.Fatalf("part %d: marshalPartExtra\n%s\njson.Marshal\n%s", i, got, exp)
+		}
+		all, want = append(all, got), append(want, x)
+	}
+	for _, sid := range []string{"ses_root", `a"<b>`, ""} {
+		traj := map[string]any{"message_id": "m", "session_id": sid, "metrics_source": "x"}
+		ent := atifEntry{StepID: 3, Source: "agent", Message: `he said "parts":0,"session_id":`, traj: traj, parts: all}
+		got, err := ent.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := atifEntry{StepID: 3, Source: "agent", Message: ent.Message,
+			Extra: map[string]any{"traj": map[string]any{"message_id": "m", "session_id": sid, "metrics_source": "x", "parts": want}}}
+		exp, err := json.Marshal(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(exp) {
+			t.Fatalf("session %q: marshalEntry\n%.2000s\njson.Marshal\n%.2000s", sid, got, exp)
+		}
+	}
+}
