@@ -54,6 +54,9 @@ type Recorded struct {
 	Calls []trace.EnvoiCall
 	// LastBundled is the newest commit already in a history bundle.
 	LastBundled string
+	// GroundTruth are the ground-truth results the trace holds, in order
+	// (groundtruth.Options.Prior).
+	GroundTruth []trace.GroundTruth
 }
 
 // lineage is the trace's forked_from (fork) or rerun_of (not), nil when

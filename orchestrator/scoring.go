@@ -111,6 +111,7 @@ func (sc *scoring) start(ctx context.Context, rep progress.Sink, now func() time
 	}
 	sc.bg = groundtruth.Start(ctx, sc.gt, groundtruth.Options{Workers: gt.Workers,
 		FailingTests: gt.FailingTests, Logger: sc.opts.Logger, FullEvery: fullEvery, NoWait: !gt.WaitAtTurnEnd(),
+		Prior: sc.s.Recorded.GroundTruth,
 		OnResult: func(g trace.GroundTruth) {
 			rep.Report(progress.Event{Type: progress.GroundTruth, Time: now(), Part: g.Part,
 				GroundTruth: &progress.GroundTruthScore{Passed: g.Passed, Failed: g.Failed, Total: g.Total, Solved: g.Solved, Error: g.Error,

@@ -159,30 +159,14 @@ func TestCachedEvaluateFastPath(t *testing.T) {
 
 			setKey := blobs.setKey(t)
 			set := blobs.m[setKey]
-			for _, attack := range []struct {
-				name string
-				edit func([]byte) []byte
-			}{
-				{"a result changed, sum left", func(b []byte) []byte {
-					return bytes.Replace(b, []byte(`"passed":1`), []byte(`"passed":9`), 1)
-				}},
-				{"a result changed, sum forged", func(b []byte) []byte {
-					return resum(bytes.Replace(b, []byte(`"passed":1`), []byte(`"passed":9`), 1))
-				}},
-				{"a line dropped, sum forged", func(b []byte) []byte {
-					lines := bytes.SplitAfter(b, []byte("\n"))
-					return resum(bytes.Join(append(lines[:3:3], lines[4:]...), nil))
-				}},
-				{"cut", func(b []byte) []byte { return b[:len(b)/2] }},
-				{"another set", func([]byte) []byte {
-					other := &memBlobs{}
-					if _, err := replay.Evaluate(ctx, tj.Trace, openHistory(t, tj), replaytest.TinyEnv{V: "tiny-2"},
-						replay.EvaluateOptions{TestPaths: opts.TestPaths, Workers: 1, Cache: blobCache(other, true)}); err != nil {
-						t.Fatal(err)
-					}
-					return other.m[other.setKey(t)]
-				}},
-			} {
+			for _, attack := range append(setEdits(), setEdit{"another set", func([]byte) []byte {
+				other := &memBlobs{}
+				if _, err := replay.Evaluate(ctx, tj.Trace, openHistory(t, tj), replaytest.TinyEnv{V: "tiny-2"},
+					replay.EvaluateOptions{TestPaths: opts.TestPaths, Workers: 1, Cache: blobCache(other, true)}); err != nil {
+					t.Fatal(err)
+				}
+				return other.m[other.setKey(t)]
+			}}) {
 				t.Run(attack.name, func(t *testing.T) {
 					blobs.m[setKey] = attack.edit(set)
 					got, _, err := fast(blobCache(blobs, true), "")
@@ -198,6 +182,30 @@ func TestCachedEvaluateFastPath(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// setEdit is an attack on a set object's bytes.
+type setEdit struct {
+	name string
+	edit func([]byte) []byte
+}
+
+// setEdits change a set's results or lines, with its sum left or forged,
+// or cut it.
+func setEdits() []setEdit {
+	return []setEdit{
+		{"a result changed, sum left", func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"passed":1`), []byte(`"passed":9`), 1)
+		}},
+		{"a result changed, sum forged", func(b []byte) []byte {
+			return resum(bytes.Replace(b, []byte(`"passed":1`), []byte(`"passed":9`), 1))
+		}},
+		{"a line dropped, sum forged", func(b []byte) []byte {
+			lines := bytes.SplitAfter(b, []byte("\n"))
+			return resum(bytes.Join(append(lines[:3:3], lines[4:]...), nil))
+		}},
+		{"cut", func(b []byte) []byte { return b[:len(b)/2] }},
 	}
 }
 

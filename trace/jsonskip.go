@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"errors"
 )
 
@@ -71,6 +72,43 @@ func ObjectFields(data []byte, fn func(key, val []byte) error) error {
 	}
 }
 
+// ArrayValues calls fn with each raw value of the JSON array in data,
+// without decoding them, checking the array's own commas (not its
+// values, as ObjectFields).
+func ArrayValues(data []byte, fn func(val []byte) error) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return errSyntax
+	}
+	i++
+	for first := true; ; first = false {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return errSyntax
+		}
+		if data[i] == ']' && first {
+			return nil
+		}
+		if !first {
+			if data[i] == ']' {
+				return nil
+			}
+			if data[i] != ',' {
+				return errSyntax
+			}
+			i = skipSpace(data, i+1)
+		}
+		vend, err := skipValue(data, i)
+		if err != nil {
+			return err
+		}
+		if err := fn(data[i:vend]); err != nil {
+			return err
+		}
+		i = vend
+	}
+}
+
 func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t') {
 		i++
@@ -78,15 +116,25 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// skipString returns the offset after the string starting at data[i].
+// skipString returns the offset after the string starting at data[i]. It
+// jumps from quote to quote (bytes.IndexByte: most of a trace's bytes
+// are long strings); a quote ends the string unless an odd run of
+// backslashes precedes it.
 func skipString(data []byte, i int) (int, error) {
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
+	for j := i + 1; j < len(data); {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			break
 		}
+		q += j
+		n := 0
+		for k := q - 1; k > i && data[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
 	return 0, errShort
 }

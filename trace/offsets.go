@@ -14,11 +14,17 @@ import (
 type OffsetVisitor struct {
 	// Field is a top-level field other than turns.
 	Field func(key string, raw []byte) error
+	// Turns is called at the top-level turns key, before its value.
+	Turns func() error
 	// TurnBegin is called when turn ti's object starts (ti: its position
 	// in the turns array, from 0).
 	TurnBegin func(ti int) error
 	// TurnField is a field of turn ti other than parts.
 	TurnField func(ti int, key string, raw []byte) error
+	// TurnParts is called at turn ti's parts key, before its value;
+	// TurnEnd after the turn's closing brace.
+	TurnParts func(ti int) error
+	TurnEnd   func(ti int) error
 	// Part is a part of turn ti, starting at byte off of the file.
 	Part func(ti int, off int64, raw []byte) error
 	// End is called once the top-level object has closed, with the
@@ -246,6 +252,11 @@ func (sc *offsetScanner) doc(from ScanFrom) error {
 			return err
 		}
 		if k == "turns" {
+			if sc.v.Turns != nil {
+				if err := sc.v.Turns(); err != nil {
+					return err
+				}
+			}
 			opened, err := sc.s.openArray()
 			if err != nil {
 				return err
@@ -296,14 +307,25 @@ func (sc *offsetScanner) turnList(first bool) error {
 func (sc *offsetScanner) turnRest(ti int, first bool) error {
 	for {
 		ok, err := sc.s.more('}', &first)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			if sc.v.TurnEnd != nil {
+				return sc.v.TurnEnd(ti)
+			}
+			return nil
 		}
 		k, err := sc.s.key()
 		if err != nil {
 			return err
 		}
 		if k == "parts" {
+			if sc.v.TurnParts != nil {
+				if err := sc.v.TurnParts(ti); err != nil {
+					return err
+				}
+			}
 			opened, err := sc.s.openArray()
 			if err != nil {
 				return err

@@ -76,3 +76,29 @@ func TestObjectFieldsCommas(t *testing.T) {
 		}
 	}
 }
+
+// TestArrayValues: the values of an array, each once, commas checked.
+func TestArrayValues(t *testing.T) {
+	for _, tt := range []struct {
+		doc, vals string
+		ok        bool
+	}{
+		{`[]`, "", true},
+		{` [ 1 , "a]" ,{"b":[2]}, null ] `, `1|"a]"|{"b":[2]}|null`, true},
+		{`[1 2]`, "", false},
+		{`[,1]`, "", false},
+		{`[1,]`, "", false},
+		{`[1`, "", false},
+		{`{}`, "", false},
+	} {
+		var vals [][]byte
+		err := trace.ArrayValues([]byte(tt.doc), func(v []byte) error { vals = append(vals, v); return nil })
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: err %v, want ok %v", tt.doc, err, tt.ok)
+			continue
+		}
+		if tt.ok && string(bytes.Join(vals, []byte("|"))) != tt.vals {
+			t.Errorf("%s: values %q, want %s", tt.doc, vals, tt.vals)
+		}
+	}
+}

@@ -35,6 +35,12 @@ type Options struct {
 	// NoWait: AtTurnEnd does not wait; it reports the latest result
 	// landed (task setting ground_truth.wait false).
 	NoWait bool
+	// Prior are the results an earlier recording of the run landed (a
+	// resumed run's trace): their commits are not evaluated again, and
+	// with a sampling Scorer they count as the checkpoints and the best
+	// sample they were, so every FullEvery-th checkpoint and each new
+	// best are counted across the resume, not from it.
+	Prior []trace.GroundTruth
 }
 
 // job is one evaluation of a checkpoint: of the sample (when the Scorer
@@ -104,12 +110,38 @@ func Start(ctx context.Context, s *Scorer, opts Options) *Background {
 	b := &Background{s: s, opts: opts, log: opts.Logger, known: map[jobKey]bool{}, done: map[jobKey]trace.GroundTruth{},
 		changed: make(chan struct{})}
 	b.wake = sync.NewCond(&b.mu)
+	b.restore(opts.Prior)
 	b.ctx, b.stop = context.WithCancel(context.WithoutCancel(ctx))
 	for range opts.Workers {
 		b.wg.Add(1)
 		go b.work()
 	}
 	return b
+}
+
+// restore takes in the results of an earlier recording (Options.Prior);
+// they are in the trace already, so none is handed over again. A result
+// that failed is not kept: its commit is evaluated again if submitted.
+func (b *Background) restore(prior []trace.GroundTruth) {
+	for _, g := range prior {
+		if g.Error != "" || g.Commit == "" {
+			continue
+		}
+		k := jobKey{g.Commit, !g.Sampled}
+		if g.Sampled && !b.known[k] {
+			b.checkpoints++
+			b.bestSampled = max(b.bestSampled, g.Passed)
+		}
+		b.known[k] = true
+		b.done[k] = g
+		if b.latest == nil || g.Part >= b.latest.Part {
+			c := g
+			b.latest = &c
+		}
+		if g.Solved && (b.solvedAt == 0 || g.Part < b.solvedAt) {
+			b.solvedAt = g.Part
+		}
+	}
 }
 
 // sampling reports whether checkpoints are evaluated on a sample first.

@@ -194,3 +194,59 @@ func TestAtTurnEndWithoutWaiting(t *testing.T) {
 		t.Error("solved result landed: the turn end does not say solved")
 	}
 }
+
+// TestResumedBackgroundCarriesOn: a resumed run's background takes the
+// trace's results in: the k-th checkpoint and the best sample are counted
+// across the resume, and a commit already evaluated is not evaluated
+// again.
+func TestResumedBackgroundCarriesOn(t *testing.T) {
+	repo, commit := history(t)
+	ev := &fakeEvaluator{cases: []string{"a", "b", "c", "d"}}
+	s := &Scorer{Trees: repo, Eval: ev, Cache: &replay.MemCache{}, Paths: []string{"basics"},
+		Sample: &Sample{Env: fakeSampler{}, Size: 2, Seed: 7}}
+	// Four checkpoints recorded before the resume, the best sample 1 of 2
+	// (the first also run in full), and one whose evaluation failed.
+	prior := []trace.GroundTruth{
+		{Part: 1, Commit: "p1", Sampled: true, Passed: 1, Total: 2},
+		{Part: 1, Commit: "p1", Passed: 1, Total: 4},
+		{Part: 2, Commit: "p2", Sampled: true, Passed: 0, Total: 2},
+		{Part: 3, Commit: "p3", Sampled: true, Passed: 1, Total: 2},
+		{Part: 4, Commit: "p4", Sampled: true, Passed: 1, Total: 2},
+		{Part: 4, Commit: "p5", Sampled: true, Error: "sandbox killed"},
+	}
+	bg := Start(context.Background(), s, Options{FullEvery: 5, Prior: prior})
+	ctx := context.Background()
+	hasFull := func(c string) bool { bg.mu.Lock(); defer bg.mu.Unlock(); return bg.known[jobKey{c, true}] }
+
+	c5 := commit("t5", "c") // sample 0 of 2, the 5th checkpoint: in full all the same
+	if _, err := bg.Wait(ctx, 5, c5); err != nil {
+		t.Fatal(err)
+	}
+	if !hasFull(c5) {
+		t.Error("the 5th checkpoint, the first after the resume, was not evaluated in full")
+	}
+	c6 := commit("t6", "a") // sample 1 of 2: no better than before the resume
+	if _, err := bg.Wait(ctx, 6, c6); err != nil {
+		t.Fatal(err)
+	}
+	if hasFull(c6) {
+		t.Error("a sample no better than the best before the resume was evaluated in full")
+	}
+	// A commit recorded before is answered from the trace's result.
+	if g, err := bg.Wait(ctx, 7, "p3"); err != nil || g.Part != 3 || g.Passed != 1 {
+		t.Errorf("recorded commit p3: %+v, %v", g, err)
+	}
+	if _, err := bg.WaitFull(ctx, 7, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	bg.Close(ctx)
+	want := []string{"t5 basics", "t5 basics/sample_2_7", "t6 basics/sample_2_7"}
+	if runs := ev.ran(); !slices.Equal(runs, want) {
+		t.Errorf("evaluations after the resume\n%v\nwant\n%v", runs, want)
+	}
+	for _, g := range bg.Take() {
+		if g.Commit != c5 && g.Commit != c6 {
+			t.Errorf("a result of the earlier recording was handed to the trace again: %+v", g)
+		}
+	}
+}

@@ -217,6 +217,8 @@ type traceSummary struct {
 	// usage is the trajectory's totals (session_end's when finished).
 	usage trace.Usage
 	calls []trace.EnvoiCall
+	// groundTruth are the ground-truth results recorded, in order.
+	groundTruth []trace.GroundTruth
 	// lastTurnOpen: the last turn has no ended_at (the process died in it).
 	lastTurnOpen bool
 	finished     bool
@@ -243,6 +245,7 @@ func scanTrace(path string) (*traceSummary, error) {
 			s.lastCommit = p.GitCommit
 			s.usage.AddPart(p)
 			s.calls = append(s.calls, p.EnvoiCalls...)
+			s.groundTruth = append(s.groundTruth, p.GroundTruth...)
 			return nil
 		},
 		OnTurn: func(_ int, t *trace.Turn) error {
@@ -254,6 +257,7 @@ func scanTrace(path string) (*traceSummary, error) {
 			s.usage.End(t.SessionEnd)
 			if s.finished = t.SessionEnd != nil; s.finished {
 				s.reason, s.endedAt = t.SessionEnd.Reason, t.SessionEnd.EndedAt
+				s.groundTruth = append(s.groundTruth, t.SessionEnd.GroundTruth...)
 			}
 			return nil
 		},

@@ -93,7 +93,7 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}
 	defer unmount()
-	rec := orchestrator.Recorded{Trace: !fresh, Parts: sum.parts, Turns: sum.turns, Calls: sum.calls}
+	rec := orchestrator.Recorded{Trace: !fresh, Parts: sum.parts, Turns: sum.turns, Calls: sum.calls, GroundTruth: sum.groundTruth}
 	if t := sum.usage.Tokens(); t != nil {
 		rec.Tokens = *t
 	}

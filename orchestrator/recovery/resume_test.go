@@ -32,8 +32,9 @@ func TestRecordedUsageIncludesSessionEnd(t *testing.T) {
 	}
 	for n := 1; n <= 2; n++ {
 		tok, cost := trace.Tokens{Input: 100, Output: 10}, 0.5
+		gt := []trace.GroundTruth{{Part: n, Commit: "c1", Sampled: n == 1, Passed: int64(n), Suites: []trace.SuiteCount{}}}
 		if err := w.AppendPart(&trace.Part{Part: n, Timestamp: "2026-11-22T10:00:02.000000Z", GitCommit: "c1",
-			PartType: "text", Tokens: &tok, Cost: &cost}); err != nil {
+			PartType: "text", Tokens: &tok, Cost: &cost, GroundTruth: gt}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +44,8 @@ func TestRecordedUsageIncludesSessionEnd(t *testing.T) {
 	// The turn's last model call came after part 2: 300 more input tokens.
 	endTok, endCost := trace.Tokens{Input: 500, Output: 30}, 1.5
 	if err := w.Finish(trace.SessionEnd{Reason: trace.EndPartLimit, EndedAt: "2026-11-22T10:00:04.000000Z",
-		FinalGitCommit: "c1", Tokens: &endTok, Cost: &endCost}, map[string]string{}); err != nil {
+		FinalGitCommit: "c1", Tokens: &endTok, Cost: &endCost,
+		GroundTruth: []trace.GroundTruth{{Part: 2, Commit: "c2", Passed: 3, Suites: []trace.SuiteCount{}}}}, map[string]string{}); err != nil {
 		t.Fatal(err)
 	}
 	sum, err := scanTrace(path)
@@ -58,6 +60,15 @@ func TestRecordedUsageIncludesSessionEnd(t *testing.T) {
 	}
 	if sum.parts != 2 || sum.turns != 1 || !sum.finished {
 		t.Errorf("summary %+v", sum)
+	}
+	// The ground truth a resumed run carries on from (parts' and
+	// session_end's, in order).
+	var passed []int64
+	for _, g := range sum.groundTruth {
+		passed = append(passed, g.Passed)
+	}
+	if !reflect.DeepEqual(passed, []int64{1, 2, 3}) {
+		t.Errorf("recorded ground truth passed %v, want [1 2 3]", passed)
 	}
 }
 

@@ -200,7 +200,13 @@ var ErrUnknown = errors.New("unknown task")
 // DefaultMaxFileBytes caps a recorded file when the task names no cap.
 const DefaultMaxFileBytes = 10 << 20
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+// nameRE with a length check (validName): a counted repetition ({0,63})
+// compiles to 63 copies, at every process's start.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// validName: a task name, 1 to 64 of a-z, 0-9, '.', '_', '-', not
+// starting with a punctuation mark.
+func validName(s string) bool { return len(s) <= 64 && nameRE.MatchString(s) }
 
 // Builtin lists the built-in task names.
 func Builtin() []string {
@@ -221,7 +227,7 @@ func Load(ref string) (*Task, error) {
 	if ref == "" {
 		return nil, fmt.Errorf("load task: empty task reference")
 	}
-	if !strings.ContainsRune(ref, filepath.Separator) && nameRE.MatchString(ref) {
+	if !strings.ContainsRune(ref, filepath.Separator) && validName(ref) {
 		if sub, err := fs.Sub(builtinFS, path.Join("builtin", ref)); err == nil {
 			if _, err := fs.Stat(sub, "task.json"); err == nil {
 				return load(sub, "builtin:"+ref)
@@ -272,7 +278,7 @@ func load(fsys fs.FS, source string) (*Task, error) {
 }
 
 func (t *Task) validate() error {
-	if !nameRE.MatchString(t.Name) {
+	if !validName(t.Name) {
 		return fmt.Errorf("task.json: name %q: want lower-case letters, digits, '.', '_' or '-'", t.Name)
 	}
 	if t.Environment == "" {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/trajlab/traj/trace"
@@ -56,6 +57,19 @@ type atifEntry struct {
 	Metrics          *atifMetrics     `json:"metrics,omitempty"`
 	LLMCallCount     *int             `json:"llm_call_count,omitempty"`
 	Extra            map[string]any   `json:"extra,omitempty"`
+
+	// traj and parts are an agent entry's extra.traj and its parts,
+	// already marshalled (marshalEntry puts them in Extra).
+	traj  map[string]any
+	parts [][]byte
+}
+
+// marshal is json.Marshal(ent), extra.traj included.
+func (ent *atifEntry) marshal() ([]byte, error) {
+	if ent.traj != nil {
+		return marshalEntry(ent, ent.traj, ent.parts)
+	}
+	return json.Marshal(ent)
 }
 
 type atifToolCall struct {
@@ -151,7 +165,7 @@ type atifMessage struct {
 	texts, reasoning              []string
 	calls                         []atifToolCall
 	results                       []atifResult
-	parts                         []map[string]any
+	parts                         [][]byte     // partExtra of each, marshalled
 	callUsage                     trace.Tokens // from the harness's per-call usage
 	callCost                      float64
 	callsSeen                     int          // model calls whose usage was seen
@@ -202,40 +216,32 @@ func writeATIF(ctx context.Context, in *input, opts *Options) (map[string]int64,
 
 // scanTurns reads the turns' own fields (timestamp, prompt) first: the
 // streaming reader hands a turn's fields over after its parts, and the
-// user entry of a turn comes before them.
+// user entry of a turn comes before them. It walks the trace by byte
+// offset, decoding no part.
 func scanTurns(path string) ([]trace.Turn, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var turns []trace.Turn
-	err = trace.Scan(f, trace.Visitor{OnTurn: func(_ int, t *trace.Turn) error {
+	err := readTurns(path, func(_ int, t *trace.Turn) error {
 		t.TrailingParts = nil // read again with the parts
 		turns = append(turns, *t)
 		return nil
-	}})
+	})
 	return turns, err
 }
 
 func (e *atifExport) scan(ctx context.Context) error {
-	f, err := os.Open(e.in.tracePath)
-	if err != nil {
-		return fmt.Errorf("read trace of %s: %w", e.in.id, err)
-	}
-	defer f.Close()
-	err = trace.Scan(f, trace.Visitor{
+	// Each part's extra is marshalled on the decoders, with the turns'
+	// prompts as the first pass read them.
+	turns := slices.Clone(e.turns)
+	extra := func(p *trace.Part, turn int) ([]byte, error) { return marshalPartExtra(p, turns, turn) }
+	err := readTrace(ctx, e.in.tracePath, 0, readOptions{otherUsage: true, extra: extra}, traceVisitor{
 		OnHeader: func(h *trace.Header) error {
 			e.header = *h
 			e.sessions.root = h.SessionID
 			e.sessions.setAgent(h.Agent)
 			return nil
 		},
-		OnPart: func(turn int, p *trace.Part) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return e.part(turn, p)
+		OnPart: func(turn int, d *decodedPart) error {
+			return e.part(turn, d)
 		},
 		OnTurn: func(i int, t *trace.Turn) error {
 			if err := e.userEntry(i); err != nil {
@@ -280,14 +286,13 @@ func (e *atifExport) userEntry(i int) error {
 		Extra: map[string]any{"traj": map[string]any{"turn": t.Turn, "session_id": t.SessionID}}})
 }
 
-func (e *atifExport) part(turn int, p *trace.Part) error {
-	for _, raw := range p.Sessions {
-		e.sessions.add(raw)
+func (e *atifExport) part(turn int, d *decodedPart) error {
+	p := &d.Part
+	for _, s := range d.sessions {
+		e.sessions.addSession(s)
 	}
-	for _, raw := range p.NewMessages {
-		if id, model := messageModel(raw, e.sessions.reader); id != "" && model != "" {
-			e.models[id] = model
-		}
+	for _, m := range d.models {
+		e.models[m.id] = m.model
 	}
 	if err := e.userEntry(turn); err != nil {
 		return err
@@ -296,8 +301,8 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 	// The harness's per-call usage comes in uncounted parts after the
 	// call's last part: attach it to that message before this part may
 	// close it.
-	for _, raw := range p.OtherParts {
-		e.callUsage(raw)
+	for _, u := range d.usage {
+		e.addCallUsage(u)
 	}
 	sess := p.SessionID
 	if sess == "" {
@@ -317,7 +322,7 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 	if sess != e.sessions.root {
 		e.child(sess)
 	}
-	v := viewPart(p, e.sessions.reader)
+	v := &d.view
 	switch v.Type {
 	case "text":
 		m.texts = append(m.texts, v.Text)
@@ -371,7 +376,7 @@ func (e *atifExport) part(turn int, p *trace.Part) error {
 		m.partCost += *p.Cost
 		m.partHasUsage = true
 	}
-	m.parts = append(m.parts, partExtra(p, e.turns, turn))
+	m.parts = append(m.parts, d.extra)
 	return nil
 }
 
@@ -410,10 +415,13 @@ func partExtra(p *trace.Part, turns []trace.Turn, turn int) map[string]any {
 // callUsage adds a per-call usage part's numbers to its open message's
 // metrics (the part itself stays verbatim in extra).
 func (e *atifExport) callUsage(raw json.RawMessage) {
-	u, ok := modelCallUsage(raw, e.sessions.reader)
-	if !ok {
-		return
+	if u, ok := modelCallUsage(raw, e.sessions.reader); ok {
+		e.addCallUsage(u)
 	}
+}
+
+// addCallUsage adds one call's usage the reader found.
+func (e *atifExport) addCallUsage(u usage) {
 	e.perCall = true
 	for _, m := range e.pending {
 		if m.messageID == u.MessageID {
@@ -477,7 +485,7 @@ func (e *atifExport) flush(session string) error {
 	if len(m.results) > 0 {
 		ent.Observation = &atifObservation{Results: m.results}
 	}
-	traj := map[string]any{"message_id": m.messageID, "session_id": m.session, "parts": m.parts}
+	traj := map[string]any{"message_id": m.messageID, "session_id": m.session}
 	var tokens trace.Tokens
 	var cost float64
 	switch {
@@ -492,7 +500,7 @@ func (e *atifExport) flush(session string) error {
 		ent.Metrics = metricsOf(tokens, &cost)
 		traj["metrics_source"] = "usage traj attributed to the parts"
 	}
-	ent.Extra = map[string]any{"traj": traj}
+	ent.traj, ent.parts = traj, m.parts
 	if session == e.sessions.root {
 		return e.writeRoot(ent)
 	}
@@ -516,7 +524,7 @@ func (e *atifExport) writeRoot(ent *atifEntry) error {
 	}
 	e.rootN++
 	ent.StepID = e.rootN
-	b, err := json.Marshal(ent)
+	b, err := ent.marshal()
 	if err != nil {
 		return err
 	}
@@ -570,7 +578,7 @@ func (e *atifExport) spill(c *atifChild, ent *atifEntry) error {
 		c.f, c.w = f, bufio.NewWriter(f)
 	}
 	ent.StepID = 0
-	b, err := json.Marshal(ent)
+	b, err := ent.marshal()
 	if err != nil {
 		return err
 	}

@@ -73,34 +73,63 @@ func writeTrace(tb testing.TB, dir, id string, turns, perTurn, partSize int) int
 	return int64(len(data))
 }
 
-// BenchmarkExport10kParts runs `traj export` as a user would on a
-// 10,000-part trajectory (about 4 KB a part, 40 MB of trace) and reports
-// throughput and the export process's peak RSS (its own rusage, not the
-// benchmark's).
-func BenchmarkExport10kParts(b *testing.B) {
-	const parts = 10_000
-	dir := filepath.Join(b.TempDir(), "big")
-	size := writeTrace(b, dir, "big", 100, parts/100, 4096)
+// BenchmarkExport runs `traj export` as a user would on a trajectory of
+// 10,000 and 50,000 parts (about 4 KB a part: 40 and 200 MB of trace),
+// Parquet and ATIF, and reports its wall time (traj-ms), throughput per
+// CPU second (the number that holds on a loaded machine) and peak RSS
+// (the export process's own, not the benchmark's). With
+// TRAJ_BASELINE_BIN set (another traj binary, e.g. one built from an
+// older commit) it runs that one too, alternating with traj on the same
+// trace: baseline-ms, its peak RSS, and the speedup baseline/traj. load1
+// is the machine's load average when the run ended: timings taken while
+// other work loads the machine are noisy.
+func BenchmarkExport(b *testing.B) {
 	traj := trajBin(b)
-
-	for _, format := range []string{export.FormatParquet, export.FormatATIF} {
-		b.Run(format, func(b *testing.B) {
-			var elapsed, cpu time.Duration
-			var peak int64
-			for i := 0; b.Loop(); i++ {
-				out := filepath.Join(b.TempDir(), fmt.Sprintf("out%d", i))
-				ru, hwm, wall := runMeasured(b, traj, "export", dir, "--format", format, "--out", out, "--log-level", "error")
-				elapsed += wall
-				peak = max(peak, hwm)
-				cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			}
-			b.ReportMetric(float64(parts*b.N)/elapsed.Seconds(), "parts/s")
-			// Per CPU second: the number that holds on a loaded machine.
-			b.ReportMetric(float64(parts*b.N)/cpu.Seconds(), "parts/cpu-s")
-			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-			b.ReportMetric(float64(size)/(1<<20), "trace-MB")
-		})
+	base := os.Getenv("TRAJ_BASELINE_BIN")
+	for _, parts := range []int{10_000, 50_000} {
+		dir := filepath.Join(b.TempDir(), "big")
+		size := writeTrace(b, dir, "big", parts/100, 100, 4096)
+		for _, format := range []string{export.FormatParquet, export.FormatATIF} {
+			b.Run(fmt.Sprintf("parts=%d/%s", parts, format), func(b *testing.B) {
+				var wall, baseWall, cpu time.Duration
+				var peak, basePeak int64
+				run := func(bin string) (time.Duration, time.Duration, int64) {
+					out := filepath.Join(b.TempDir(), "out")
+					ru, hwm, t := runMeasured(b, bin, "export", dir, "--format", format, "--out", out, "--log-level", "error")
+					os.RemoveAll(out)
+					return t, time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), hwm
+				}
+				for b.Loop() {
+					if base != "" {
+						t, _, hwm := run(base)
+						baseWall, basePeak = baseWall+t, max(basePeak, hwm)
+					}
+					t, c, hwm := run(traj)
+					wall, cpu, peak = wall+t, cpu+c, max(peak, hwm)
+				}
+				b.ReportMetric(wall.Seconds()*1000/float64(b.N), "traj-ms")
+				b.ReportMetric(float64(parts*b.N)/cpu.Seconds(), "parts/cpu-s")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+				b.ReportMetric(float64(size)/(1<<20), "trace-MB")
+				if base != "" {
+					b.ReportMetric(baseWall.Seconds()*1000/float64(b.N), "baseline-ms")
+					b.ReportMetric(float64(baseWall)/float64(wall), "baseline/traj")
+					b.ReportMetric(float64(basePeak)/(1<<20), "baseline-rss-MB")
+				}
+				b.ReportMetric(loadAverage(), "load1")
+			})
+		}
 	}
+}
+
+// loadAverage is the machine's one-minute load average (0 if unknown).
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+	return f
 }
 
 // runMeasured runs a command and returns its CPU usage (wait4 on its

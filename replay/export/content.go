@@ -26,6 +26,8 @@ type partView struct {
 	Subsession string // a sub-agent tool's session
 	Start, End time.Time
 	Files      []string // files the part says it changed
+	// read says the harness's reader read the content.
+	read bool
 }
 
 // viewPart reads p's content with r. A part without content (a trace
@@ -40,6 +42,7 @@ func viewPart(p *trace.Part, r agent.Reader) partView {
 	if !ok {
 		return v
 	}
+	v.read = true
 	if np.Kind != "" {
 		v.Type = string(np.Kind)
 	}
@@ -117,11 +120,8 @@ func (m *sessionMap) setAgent(field string) {
 	m.reader = harness.Reader(field)
 }
 
-func (m *sessionMap) add(raw json.RawMessage) {
-	s, ok := m.reader.Session(raw)
-	if !ok {
-		return
-	}
+// addSession takes a session object the reader read.
+func (m *sessionMap) addSession(s agent.Session) {
 	if m.parents == nil {
 		m.parents = make(map[string]string)
 	}

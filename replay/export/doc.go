@@ -66,11 +66,16 @@
 // parts in 42–65 s of wall time one at a time and 31 s with the default 2
 // workers (about 9 ms of CPU per trajectory; the rest is the machine's
 // load), and exports it again with nothing changed in 0.3–1.4 s.
-// BenchmarkExport10kParts runs `traj export` on a 10,000-part trajectory
-// (39 MB of trace): Parquet 8,900 parts per CPU second (about 2,000 per
-// wall second under that load) at 89 MB peak RSS; ATIF 3,900 parts per CPU
-// second at 30 MB peak RSS. Memory does not follow the trace: at 30,000
-// parts (123 MB) the peaks were 104 MB and 36 MB.
+// BenchmarkExport runs `traj export` on a trajectory of 10,000 and
+// 50,000 parts (39 and 196 MB of trace), side by side with the binary
+// TRAJ_BASELINE_BIN names (here: the export before it read each part
+// once, on every core). Under a load average of 5-7 (noisy): Parquet
+// 10k 0.99 s vs 2.04 s (2.1x), 50k 3.1 s vs 8.7 s (2.8x); ATIF 10k
+// 1.6 s vs 3.5 s (2.2x), 50k 6.3 s vs 14.7 s (2.3x). On a quiet machine
+// Parquet 10k takes 0.54 s vs 1.5 s (2.8x; 0.9 vs 1.6 CPU-s). Peak RSS
+// stays where it was (Parquet 98-122 MB, the row group being written;
+// ATIF 56-60 MB) and does not follow the trace. Where the time goes:
+// AGENTS.md ("The part index").
 //
 // # Parquet tables (schema version 1)
 //

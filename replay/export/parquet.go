@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -203,22 +202,16 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 }
 
 func (e *parquetExport) scan(ctx context.Context) error {
-	f, err := os.Open(e.in.tracePath)
-	if err != nil {
-		return fmt.Errorf("read trace of %s: %w", e.in.id, err)
-	}
-	defer f.Close()
 	e.row = TrajectoryRow{TrajectoryID: e.in.id, Source: e.in.where, TraceRebuilt: e.in.rebuilt}
-	err = trace.Scan(f, trace.Visitor{
+	// The parts table keeps copies (strings) of what it reads from a
+	// part: the read may use a batch's memory again.
+	err := readTrace(ctx, e.in.tracePath, 0, readOptions{reuse: true}, traceVisitor{
 		OnHeader: func(h *trace.Header) error {
 			e.header(h)
 			return nil
 		},
-		OnPart: func(turn int, p *trace.Part) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return e.part(ctx, turn, p)
+		OnPart: func(turn int, d *decodedPart) error {
+			return e.part(ctx, turn, d)
 		},
 		OnTurn: func(i int, t *trace.Turn) error {
 			e.turns = i + 1
@@ -287,20 +280,19 @@ func (e *parquetExport) header(h *trace.Header) {
 	}
 }
 
-func (e *parquetExport) part(ctx context.Context, turn int, p *trace.Part) error {
-	for _, raw := range p.Sessions {
-		e.sessions.add(raw)
+func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) error {
+	p := &d.Part
+	for _, s := range d.sessions {
+		e.sessions.addSession(s)
 	}
-	for _, raw := range p.NewMessages {
-		if id, model := messageModel(raw, e.sessions.reader); id != "" && model != "" {
-			e.models[id] = model
-		}
+	for _, m := range d.models {
+		e.models[m.id] = m.model
 	}
 	if err := e.flushPending(); err != nil {
 		return err
 	}
 	e.usage.AddPart(p)
-	v := viewPart(p, e.sessions.reader)
+	v := &d.view
 	limit := e.opts.ValueCap
 	row := PartRow{
 		TrajectoryID: e.in.id, Part: int64(p.Part), Turn: int32(turn + 1), Timestamp: timestamp(p.Timestamp),

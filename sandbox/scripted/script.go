@@ -77,7 +77,12 @@ type Expect struct {
 // ErrEmptyScript is returned when a script holds no responses.
 var ErrEmptyScript = errors.New("script has no responses")
 
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+// toolNameRE with a length check (validToolName): a counted repetition
+// ({1,64}) compiles to 64 copies, at every process's start.
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// validToolName: 1 to 64 of letters, digits, '_', '.', '-'.
+func validToolName(s string) bool { return len(s) <= 64 && toolNameRE.MatchString(s) }
 
 // Load reads and parses the script at path.
 func Load(path string) (*Script, error) {
@@ -150,7 +155,7 @@ func parseLine(raw []byte) (Response, error) {
 		if tc.Name == "" {
 			return resp, fmt.Errorf("tools[%d]: missing \"name\"", i)
 		}
-		if !toolNameRE.MatchString(tc.Name) {
+		if !validToolName(tc.Name) {
 			return resp, fmt.Errorf("tools[%d]: invalid tool name %q", i, tc.Name)
 		}
 		args := bytes.TrimSpace(tc.Args)
@@ -180,7 +185,7 @@ func parseLine(raw []byte) (Response, error) {
 	}
 	if e := resp.Expect; e != nil {
 		for i, name := range e.Tools {
-			if !toolNameRE.MatchString(name) {
+			if !validToolName(name) {
 				return resp, fmt.Errorf("expect.tools[%d]: invalid tool name %q", i, name)
 			}
 		}
