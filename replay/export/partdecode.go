@@ -41,7 +41,7 @@ func decodePart(raw []byte, p *trace.Part) error {
 		case fSessions:
 			return decodeRawList(val, &p.Sessions)
 		case fSessionIDs:
-			return json.Unmarshal(val, &p.SessionIDs)
+			return decodeStrings(val, &p.SessionIDs)
 		case fNewMessages:
 			return decodeRawList(val, &p.NewMessages)
 		case fEnvoiCalls:
@@ -51,7 +51,7 @@ func decodePart(raw []byte, p *trace.Part) error {
 			}
 			return json.Unmarshal(val, &p.EnvoiCalls)
 		case fRepoCheckpoint:
-			return json.Unmarshal(val, &p.RepoCheckpoint)
+			return decodeCheckpoint(val, &p.RepoCheckpoint)
 		case fGitCommit:
 			return decodeString(val, &p.GitCommit)
 		case fSessionID:
@@ -70,7 +70,7 @@ func decodePart(raw []byte, p *trace.Part) error {
 		case fOtherParts:
 			return decodeRawList(val, &p.OtherParts)
 		case fTokens:
-			return json.Unmarshal(val, &p.Tokens)
+			return decodeTokens(val, &p.Tokens)
 		case fCost:
 			return json.Unmarshal(val, &p.Cost)
 		case fGroundTruth:
@@ -129,19 +129,8 @@ var partFields = map[string]int{
 // else (escapes, control bytes, invalid UTF-8, null, another type) goes
 // through encoding/json.
 func decodeString(val []byte, s *string) error {
-	if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
-		body := val[1 : len(val)-1]
-		plain := true
-		for _, c := range body {
-			if c < 0x20 || c == '\\' || c == '"' || c >= utf8.RuneSelf {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			*s = string(body)
-			return nil
-		}
+	if plainString(val, s) {
+		return nil
 	}
 	return json.Unmarshal(val, s)
 }
@@ -182,4 +171,160 @@ func decodeRawList(val []byte, out *[]json.RawMessage) error {
 		}
 	}
 	return json.Unmarshal(val, out)
+}
+
+// decodeStrings takes a list of plain strings as they are; anything else
+// goes through encoding/json.
+func decodeStrings(val []byte, out *[]string) error {
+	if plainStrings(val, out) {
+		return nil
+	}
+	return json.Unmarshal(val, out)
+}
+
+// plainStrings sets out to the JSON array val of plain strings
+// (plainString); false, out untouched, for anything else.
+func plainStrings(val []byte, out *[]string) bool {
+	if len(val) == 0 || val[0] != '[' {
+		return false
+	}
+	list := []string{}
+	err := trace.ArrayValues(val, func(v []byte) error {
+		var s string
+		if !plainString(v, &s) {
+			return errSlowPart
+		}
+		list = append(list, s)
+		return nil
+	})
+	if err != nil || !bytes.HasSuffix(val, []byte("]")) {
+		return false
+	}
+	*out = list
+	return true
+}
+
+// plainString sets s to the JSON string val when it has no escapes,
+// control bytes or non-ASCII bytes (its bytes are then its value).
+func plainString(val []byte, s *string) bool {
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return false
+	}
+	body := val[1 : len(val)-1]
+	for _, c := range body {
+		if c < 0x20 || c == '\\' || c == '"' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	*s = string(body)
+	return true
+}
+
+// decodeCheckpoint decodes a repo_checkpoint object of the usual keys
+// and plain values; anything else (another key, null, an escape, another
+// type) goes through encoding/json. Like it, a second repo_checkpoint of
+// the part is decoded into the first.
+func decodeCheckpoint(val []byte, out **trace.RepoCheckpoint) error {
+	var c trace.RepoCheckpoint
+	if *out != nil {
+		c = **out
+	}
+	err := trace.ObjectFields(val, func(key, v []byte) error {
+		var ok bool
+		switch string(key) {
+		case "commit_before":
+			ok = plainString(v, &c.CommitBefore)
+		case "commit_after":
+			ok = plainString(v, &c.CommitAfter)
+		case "agent_git_head":
+			ok = plainString(v, &c.AgentGitHead)
+		case "committed":
+			ok = plainBool(v, &c.Committed)
+		case "deferred":
+			ok = plainBool(v, &c.Deferred)
+		case "changed_files":
+			ok = plainStrings(v, &c.ChangedFiles)
+		}
+		if !ok {
+			return errSlowPart
+		}
+		return nil
+	})
+	if err != nil || !bytes.HasSuffix(val, []byte("}")) {
+		return json.Unmarshal(val, out)
+	}
+	if *out == nil {
+		*out = &c
+	} else {
+		**out = c
+	}
+	return nil
+}
+
+// decodeTokens decodes a tokens object of plain integers; anything else
+// goes through encoding/json.
+func decodeTokens(val []byte, out **trace.Tokens) error {
+	var t trace.Tokens
+	if *out != nil {
+		t = **out
+	}
+	err := trace.ObjectFields(val, func(key, v []byte) error {
+		var n *int64
+		switch string(key) {
+		case "input":
+			n = &t.Input
+		case "output":
+			n = &t.Output
+		case "reasoning":
+			n = &t.Reasoning
+		case "cache_read":
+			n = &t.CacheRead
+		case "cache_write":
+			n = &t.CacheWrite
+		default:
+			return errSlowPart
+		}
+		if !plainInt(v, n) {
+			return errSlowPart
+		}
+		return nil
+	})
+	if err != nil || !bytes.HasSuffix(val, []byte("}")) {
+		return json.Unmarshal(val, out)
+	}
+	if *out == nil {
+		*out = &t
+	} else {
+		**out = t
+	}
+	return nil
+}
+
+func plainBool(v []byte, b *bool) bool {
+	switch string(v) {
+	case "true":
+		*b = true
+	case "false":
+		*b = false
+	default:
+		return false
+	}
+	return true
+}
+
+// plainInt sets n to a plain decimal integer (no sign, no leading zero,
+// at most 17 digits).
+func plainInt(v []byte, n *int64) bool {
+	if len(v) == 0 || len(v) > 17 || (v[0] == '0' && len(v) > 1) {
+		return false
+	}
+	var x int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+		x = x*10 + int64(c-'0')
+	}
+	*n = x
+	return true
 }

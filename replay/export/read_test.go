@@ -181,6 +181,10 @@ func FuzzDecodePart(f *testing.F) {
 	f.Add([]byte(`{"part":1,"git_commit":"\u00e9","cost":null,"other_parts":[1 2]}`))
 	f.Add([]byte(`{"part":1,"part":null,"tokens":{"input":1},"tokens":{"output":2},"other_parts":[3],"other_parts":[]}`))
 	f.Add([]byte(`{}0`))
+	f.Add([]byte(`{"repo_checkpoint":{"commit_before":"a","commit_after":"b","committed":true,"changed_files":["x","y"],"deferred":false,"agent_git_head":"c"},"tokens":{"input":1,"output":20,"reasoning":0,"cache_read":3,"cache_write":4},"session_ids":["s","t"]}`))
+	f.Add([]byte(`{"repo_checkpoint":{"changed_files":["x","y","z"]},"repo_checkpoint":{"changed_files":["q"],"committed":null},"tokens":{"input":-1},"tokens":{"output":1e2}}`))
+	f.Add([]byte(`{"repo_checkpoint":{"Committed":true,"changed_files":null},"tokens":{"input":01},"session_ids":["a",null]}`))
+	f.Add([]byte(`{"repo_checkpoint":null,"tokens":{},"session_ids":[]}`))
 	f.Add([]byte("{\"part\":1}\f"))
 	f.Add([]byte(`{"content":{]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
