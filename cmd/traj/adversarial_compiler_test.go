@@ -51,6 +51,7 @@ import (
 // (envoi_calls' tool_call_id) or recorded as outside the harness
 // (gateway_calls).
 func TestAdversarialCompilers(t *testing.T) {
+	t.Parallel() // with the other recording tests: see main_test.go
 	traj := trajExe(t)
 	ocBin, err := opencode.ResolveBinary("")
 	if err != nil {

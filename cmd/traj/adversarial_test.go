@@ -37,6 +37,7 @@ import (
 // configuration), and the test asserts what each provider stops, and what
 // local cannot.
 func TestAdversarialAgent(t *testing.T) {
+	t.Parallel() // with the other recording tests: see main_test.go
 	traj := trajExe(t)
 	for _, h := range advHarnesses {
 		bin, err := h.locate("")

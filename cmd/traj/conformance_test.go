@@ -58,6 +58,7 @@ func TestHarnessConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records three real trajectories")
 	}
+	t.Parallel() // with the other recording tests: see main_test.go
 	exe := trajExe(t)
 	for _, h := range conformanceCases {
 		t.Run(h.agent, func(t *testing.T) {

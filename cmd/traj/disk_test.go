@@ -30,6 +30,7 @@ import (
 // run), the trace must be valid with every later part recorded, and no
 // mount may outlive a run.
 func TestDiskCap(t *testing.T) {
+	t.Parallel() // with the other recording tests: see main_test.go
 	if err := disk.Available(); err != nil {
 		if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 			t.Skip(err)

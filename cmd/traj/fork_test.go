@@ -22,6 +22,7 @@ import (
 // and never the source's later ones, and open the next turn with the
 // prompt.
 func TestFork(t *testing.T) {
+	t.Parallel() // with the other recording tests: see main_test.go
 	traj := trajExe(t)
 	requireSandbox(t, sandbox.ProviderBwrap)
 	st := t.TempDir()
