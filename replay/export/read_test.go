@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -313,4 +314,47 @@ func TestMarshalPartExtra(t *testing.T) {
 			t.Fatalf("session %q: marshalEntry\n%.2000s\njson.Marshal\n%.2000s", sid, got, exp)
 		}
 	}
+}
+
+// TestReadTraceStops: a visitor's error, or a cancelled context, stops
+// the read mid-trace with that error, and its goroutines end.
+func TestReadTraceStops(t *testing.T) {
+	data, err := json.Marshal(tracetest.Build(tracetest.Spec{TrajectoryID: "s", Turns: []int{400, 400}, PartSize: 2000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "agent_trace.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	stop := errors.New("enough")
+	n := 0
+	err = readTrace(context.Background(), path, 2, readOptions{reuse: true}, traceVisitor{OnPart: func(int, *decodedPart) error {
+		if n++; n == 100 {
+			return stop
+		}
+		return nil
+	}})
+	if !errors.Is(err, stop) || n != 100 {
+		t.Fatalf("visitor's error: got %v after %d parts", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n = 0
+	err = readTrace(ctx, path, 2, readOptions{}, traceVisitor{OnPart: func(int, *decodedPart) error {
+		if n++; n == 50 {
+			cancel()
+		}
+		return nil
+	}})
+	if !errors.Is(err, context.Canceled) || n >= 800 {
+		t.Fatalf("cancelled: got %v after %d parts", err, n)
+	}
+	for range 100 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%d goroutines before the reads, %d after", before, runtime.NumGoroutine())
 }
