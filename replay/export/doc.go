@@ -69,13 +69,15 @@
 // BenchmarkExport runs `traj export` on a trajectory of 10,000 and
 // 50,000 parts (39 and 196 MB of trace), side by side with the binary
 // TRAJ_BASELINE_BIN names (here: the export before it read each part
-// once, on every core). Under a load average of 5-7 (noisy): Parquet
-// 10k 0.99 s vs 2.04 s (2.1x), 50k 3.1 s vs 8.7 s (2.8x); ATIF 10k
-// 1.6 s vs 3.5 s (2.2x), 50k 6.3 s vs 14.7 s (2.3x). On a quiet machine
-// Parquet 10k takes 0.54 s vs 1.5 s (2.8x; 0.9 vs 1.6 CPU-s). Peak RSS
-// stays where it was (Parquet 98-122 MB, the row group being written;
-// ATIF 56-60 MB) and does not follow the trace. Where the time goes:
-// AGENTS.md ("The part index").
+// once, on every core). Two runs under a load average of 5-7 (noisy):
+// Parquet 10k 0.99-1.57 s vs 2.0-2.5 s (1.6-2.1x), 50k 3.1-3.5 s vs
+// 8.7 s (2.5-2.8x); ATIF 10k 1.6-1.8 s vs 3.5-4.7 s (2.2-2.5x), 50k
+// 6.3 s vs 14.7-16.9 s (2.3-2.7x). On a quiet machine (load ~1.5) Parquet
+// 10k takes 0.54 s vs 1.5 s (2.8x; 0.9 vs 1.6 CPU-s) and 50k 1.26 s vs
+// 5.16 s (4.1x; 2.2 vs 5.2 CPU-s). Peak RSS stays about where it was
+// (Parquet 98-138 MB vs 110-152 MB, the row group being written; ATIF
+// 55-60 MB vs 41-44 MB: the batches in flight) and does not follow the
+// trace. Where the time goes: AGENTS.md ("The part index").
 //
 // # Parquet tables (schema version 1)
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +92,11 @@ func TestReadTraceMatchesScan(t *testing.T) {
 		return []byte(`{"schema_version":"1","trajectory_id":"odd","session_id":"ses_root","agent":"opencode","turns":[{"turn":1,"parts":[` +
 			strings.Join(parts, ",") + `]}],"session_end":{"reason":"part_limit"}}`)
 	}
+	// The same, recorded by another harness (each reader reads the
+	// content; one that reads it has decoded, hence checked, it).
+	docAs := func(agent string, parts ...string) []byte {
+		return []byte(strings.Replace(string(doc(parts...)), `"agent":"opencode"`, `"agent":"`+agent+`"`, 1))
+	}
 	huge := strings.Repeat("x\\n\\u00e9\\\"", 300_000)
 	cases := map[string]string{
 		"demo":     "testdata/demo/agent_trace.json",
@@ -118,23 +124,26 @@ func TestReadTraceMatchesScan(t *testing.T) {
 		"other parts":   write("op", doc(`{"part":1,"other_parts":[ {"type":"step-finish","tokens":{"input":5}} , {"type":"text"} ]}`)),
 		"many batches":  write("mb", doc(slices.Repeat([]string{part}, 500)...)),
 		// Refused by Scan, so refused here.
-		"truncated":           write("tr", synth[:len(synth)/2]),
-		"truncated at end":    write("te", synth[:len(synth)-1]),
-		"data after":          write("da", append(slices.Clone(synth), []byte(` {}`)...)),
-		"content not JSON":    write("cj", doc(`{"part":1,"content":{"type":"text","text":tru}}`)),
-		"content bad escape":  write("ce", doc(`{"part":1,"content":{"type":"text","text":"\x"}}`)),
-		"content bad string":  write("cs", doc("{\"part\":1,\"content\":{\"type\":\"text\",\"text\":\"a\x01b\"}}")),
-		"other parts bad":     write("ob", doc(`{"part":1,"other_parts":[{"a":1,}]}`)),
-		"other parts object":  write("oo", doc(`{"part":1,"other_parts":{"a":1}}`)),
-		"part a string":       write("ps", doc(`{"part":"1"}`)),
-		"part fraction":       write("pf", doc(`{"part":1.5}`)),
-		"tool a number":       write("tl", doc(`{"part":1,"tool":5}`)),
-		"string with control": write("sc", doc("{\"part\":1,\"tool\":\"a\nb\"}")),
-		"missing comma":       write("mc", doc(`{"part":1 "tool":"x"}`)),
-		"turns a number":      write("t5", []byte(`{"turns":5}`)),
-		"parts a string":      write("p5", []byte(`{"turns":[{"parts":"x"}]}`)),
-		"turn field bad":      write("tf", []byte(`{"turns":[{"turn":"x","parts":[]}]}`)),
-		"header bad":          write("hb", []byte(`{"agent":5,"turns":[]}`)),
+		"truncated":               write("tr", synth[:len(synth)/2]),
+		"truncated at end":        write("te", synth[:len(synth)-1]),
+		"data after":              write("da", append(slices.Clone(synth), []byte(` {}`)...)),
+		"content not JSON":        write("cj", doc(`{"part":1,"content":{"type":"text","text":tru}}`)),
+		"content bad escape":      write("ce", doc(`{"part":1,"content":{"type":"text","text":"\x"}}`)),
+		"content bad string":      write("cs", doc("{\"part\":1,\"content\":{\"type\":\"text\",\"text\":\"a\x01b\"}}")),
+		"claude content not JSON": write("cc", docAs("claude-code", `{"part":1,"part_id":"u:0","content":[{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]}},tru]}`)),
+		"claude line not JSON":    write("cl", docAs("claude-code", `{"part":1,"part_id":"u:0","content":{"type":"assistant","uuid":"u","message":{"id":"m","content":[{"type":"text","text":"hi"}]},x}}`)),
+		"codex content not JSON":  write("cx", docAs("codex", `{"part":1,"part_id":"i:0","content":[{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"hi"}},nul]}`)),
+		"other parts bad":         write("ob", doc(`{"part":1,"other_parts":[{"a":1,}]}`)),
+		"other parts object":      write("oo", doc(`{"part":1,"other_parts":{"a":1}}`)),
+		"part a string":           write("ps", doc(`{"part":"1"}`)),
+		"part fraction":           write("pf", doc(`{"part":1.5}`)),
+		"tool a number":           write("tl", doc(`{"part":1,"tool":5}`)),
+		"string with control":     write("sc", doc("{\"part\":1,\"tool\":\"a\nb\"}")),
+		"missing comma":           write("mc", doc(`{"part":1 "tool":"x"}`)),
+		"turns a number":          write("t5", []byte(`{"turns":5}`)),
+		"parts a string":          write("p5", []byte(`{"turns":[{"parts":"x"}]}`)),
+		"turn field bad":          write("tf", []byte(`{"turns":[{"turn":"x","parts":[]}]}`)),
+		"header bad":              write("hb", []byte(`{"agent":5,"turns":[]}`)),
 	}
 	for name, path := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -148,7 +157,7 @@ func TestReadTraceMatchesScan(t *testing.T) {
 	}
 	// The refusals above only count if Scan does refuse them.
 	for _, name := range []string{"truncated", "truncated at end", "data after", "content not JSON", "content bad escape",
-		"content bad string", "other parts bad", "other parts object", "part a string", "part fraction", "tool a number",
+		"content bad string", "claude content not JSON", "claude line not JSON", "codex content not JSON", "other parts bad", "other parts object", "part a string", "part fraction", "tool a number",
 		"string with control", "missing comma", "turns a number", "parts a string", "turn field bad", "header bad"} {
 		if old, _ := scanBoth(t, cases[name]); !old.Err {
 			t.Errorf("%s: trace.Scan accepts it", name)
@@ -305,4 +314,47 @@ func TestMarshalPartExtra(t *testing.T) {
 			t.Fatalf("session %q: marshalEntry\n%.2000s\njson.Marshal\n%.2000s", sid, got, exp)
 		}
 	}
+}
+
+// TestReadTraceStops: a visitor's error, or a cancelled context, stops
+// the read mid-trace with that error, and its goroutines end.
+func TestReadTraceStops(t *testing.T) {
+	data, err := json.Marshal(tracetest.Build(tracetest.Spec{TrajectoryID: "s", Turns: []int{400, 400}, PartSize: 2000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "agent_trace.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	stop := errors.New("enough")
+	n := 0
+	err = readTrace(context.Background(), path, 2, readOptions{reuse: true}, traceVisitor{OnPart: func(int, *decodedPart) error {
+		if n++; n == 100 {
+			return stop
+		}
+		return nil
+	}})
+	if !errors.Is(err, stop) || n != 100 {
+		t.Fatalf("visitor's error: got %v after %d parts", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n = 0
+	err = readTrace(ctx, path, 2, readOptions{}, traceVisitor{OnPart: func(int, *decodedPart) error {
+		if n++; n == 50 {
+			cancel()
+		}
+		return nil
+	}})
+	if !errors.Is(err, context.Canceled) || n >= 800 {
+		t.Fatalf("cancelled: got %v after %d parts", err, n)
+	}
+	for range 100 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%d goroutines before the reads, %d after", before, runtime.NumGoroutine())
 }
