@@ -76,6 +76,8 @@ func tool(name string, args map[string]any) map[string]any {
 // naming its size and hash); offline evaluate agrees with the live test
 // results although the agent's .gitignore hid the sources its build needs.
 func TestAdversarialAgentCannotChangeTheRecord(t *testing.T) {
+	// With TestKillRun's chains: each in its own folders, both mostly wait.
+	t.Parallel()
 	bin := needOpenCode(t)
 	traj := needTraj(t)
 	root := t.TempDir()

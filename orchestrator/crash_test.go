@@ -473,6 +473,8 @@ func readTraceFile(t *testing.T, path string) *trace.Trace {
 // a running child, and every killed trajectory can be resumed or
 // finalized.
 func TestKillRun(t *testing.T) {
+	// Its chains share the -parallel slots with the adversarial agent's run.
+	t.Parallel()
 	kills := 6
 	if v := os.Getenv("TRAJ_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
