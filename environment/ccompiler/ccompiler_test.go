@@ -2,8 +2,11 @@ package ccompiler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -645,5 +648,31 @@ func TestStagedBasicsCarryNoExpectation(t *testing.T) {
 	}
 	if got := string(stripExpect([]byte("// expect: exit=3\r\nint main(void) { return 3; }\n  // expect: x\n"))); got != "\r\nint main(void) { return 3; }\n\n" {
 		t.Errorf("stripExpect = %q", got)
+	}
+}
+
+// TestVersionSameAsSequentialLoad: New loads the fixture suites at once,
+// and its version is the digest of the suites fed one after the other,
+// as it always was (a version that changed would miss every cached
+// evaluation).
+func TestVersionSameAsSequentialLoad(t *testing.T) {
+	root, err := filepath.Abs(testsDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s shard=%d\n", RunnerVersion, ShardSize)
+	if _, err := loadBasics(basicsFS, h); err != nil {
+		t.Fatal(err)
+	}
+	loadCTestsuite(root, h)
+	loadTorture(root, h)
+	loadWacct(root, h)
+	e, err := New(Config{TestsDir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "sha256:" + hex.EncodeToString(h.Sum(nil)); e.Version() != want {
+		t.Errorf("version %s, loaded one suite after the other %s", e.Version(), want)
 	}
 }

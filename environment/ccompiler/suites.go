@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -67,8 +67,9 @@ func missingSuite(name, root, want string) error {
 		environment.ErrSuiteMissing, name, want, src.repo)
 }
 
-// hashFile adds a file's relative name and content to the version digest.
-func hashFile(h hash.Hash, rel string, data []byte) {
+// hashFile adds a file's relative name and content to the version
+// digest's input h.
+func hashFile(h io.Writer, rel string, data []byte) {
 	sum := sha256.Sum256(data)
 	fmt.Fprintf(h, "file %s %x\n", rel, sum)
 }
@@ -88,7 +89,7 @@ func relSlash(root, p string) string {
 // cFiles returns the names of the .c files directly in dir, the folder of
 // the flat suite name under root, or why the suite is missing (an absent
 // suite is recorded in the version digest as such).
-func cFiles(name, root, dir string, h hash.Hash) ([]string, error) {
+func cFiles(name, root, dir string, h io.Writer) ([]string, error) {
 	if root == "" || !isDir(dir) {
 		fmt.Fprintf(h, "absent %s\n", name)
 		return nil, missingSuite(name, root, dir)
@@ -108,7 +109,7 @@ func cFiles(name, root, dir string, h hash.Hash) ([]string, error) {
 
 // loadCTestsuite reads c-testsuite/tests/single-exec: every N.c with an
 // N.c.expected beside it.
-func loadCTestsuite(root string, h hash.Hash) suite {
+func loadCTestsuite(root string, h io.Writer) suite {
 	s := suite{name: SuiteCTestsuite}
 	dir := filepath.Join(root, "c-testsuite", "tests", "single-exec")
 	names, err := cFiles(s.name, root, dir, h)
@@ -143,7 +144,7 @@ func loadCTestsuite(root string, h hash.Hash) suite {
 // loadTorture reads the top-level execute/*.c tests into two suites:
 // torture (all of them but tortureExcluded) and torture_std (its
 // standard-C subset). See torture_skip.go.
-func loadTorture(root string, h hash.Hash) (full, std suite) {
+func loadTorture(root string, h io.Writer) (full, std suite) {
 	full, std = suite{name: SuiteTorture}, suite{name: SuiteTortureStd}
 	dir := filepath.Join(root, "torture", "SingleSource", "Regression", "C", "gcc-c-torture", "execute")
 	names, err := cFiles(full.name, root, dir, h)
@@ -213,7 +214,7 @@ type wacctExpected struct {
 // invalid ones must be rejected. Under valid/libraries/, X_client.c is
 // compiled together with X.c (the suite's separate-compilation tests), and
 // X.c is not a case of its own.
-func loadWacct(root string, h hash.Hash) suite {
+func loadWacct(root string, h io.Writer) suite {
 	s := suite{name: SuiteWacct}
 	base := filepath.Join(root, "wacct")
 	testsDir := filepath.Join(base, "tests")
@@ -304,7 +305,7 @@ func chapterOf(group string) int {
 // or basics/multi_file/<case>/*.c compiled together. The expectation is a
 // comment line `// expect: exit=N stdout="..."` (stdout is a Go-quoted
 // string; absent means empty) in the case's first file that has one.
-func loadBasics(fsys fs.FS, h hash.Hash) (suite, error) {
+func loadBasics(fsys fs.FS, h io.Writer) (suite, error) {
 	s := suite{name: SuiteBasics}
 	cats, err := fs.ReadDir(fsys, "basics")
 	if err != nil {

@@ -1,5 +1,3 @@
-//go:build unix
-
 package replay
 
 import (
@@ -10,7 +8,8 @@ import (
 )
 
 // withMapped calls f with the bytes of the file at path, mapped read-only
-// (no copy into the heap; valid only during f). A file cut while f reads
+// and populated in one call (no copy into the heap, no fault a page;
+// valid only during f). A file cut while f reads
 // it faults; that fault is returned as an error, not a crash.
 func withMapped(path string, f func([]byte)) (err error) {
 	file, err := os.Open(path)
@@ -25,7 +24,7 @@ func withMapped(path string, f func([]byte)) (err error) {
 	if !fi.Mode().IsRegular() || fi.Size() == 0 || int64(int(fi.Size())) != fi.Size() {
 		return fmt.Errorf("map %s: not a regular file with bytes", path)
 	}
-	data, err := syscall.Mmap(int(file.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := syscall.Mmap(int(file.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("map %s: %w", path, err)
 	}
