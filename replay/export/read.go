@@ -194,7 +194,15 @@ func readTrace(ctx context.Context, path string, workers int, o readOptions, v t
 	// The consumer: every item in document order, on this goroutine.
 	var verr error
 	for b := range order {
-		<-b.done
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			// Cancelled: the scan may stop between handing b to this
+			// loop and to a decoder, so b.done may never close.
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		for i := range b.items {
 			if verr = visitItem(&b.items[i], v); verr != nil {
 				break
