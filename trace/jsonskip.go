@@ -25,59 +25,48 @@ var (
 // escapes are passed still escaped, which never matches the plain keys
 // the index asks for.
 func ObjectFields(data []byte, fn func(key, val []byte) error) error {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return errSyntax
-	}
-	i++
-	for first := true; ; first = false {
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return errSyntax
-		}
-		if data[i] == '}' && first {
-			return nil
-		}
-		if !first {
-			// After a field: its comma, or the object's end.
-			if data[i] == '}' {
-				return nil
-			}
-			if data[i] != ',' {
-				return errSyntax
-			}
-			i = skipSpace(data, i+1)
-		}
-		if i >= len(data) || data[i] != '"' {
-			return errSyntax
+	return members(data, '{', '}', func(i int) (int, error) {
+		if data[i] != '"' {
+			return 0, errSyntax
 		}
 		end, err := skipString(data, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		key := data[i+1 : end-1]
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipSpace(data, i+1)
 		vend, err := skipValue(data, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if err := fn(key, data[i:vend]); err != nil {
-			return err
-		}
-		i = vend
-	}
+		return vend, fn(key, data[i:vend])
+	})
 }
 
 // ArrayValues calls fn with each raw value of the JSON array in data,
 // without decoding them, checking the array's own commas (not its
 // values, as ObjectFields).
 func ArrayValues(data []byte, fn func(val []byte) error) error {
+	return members(data, '[', ']', func(i int) (int, error) {
+		vend, err := skipValue(data, i)
+		if err != nil {
+			return 0, err
+		}
+		return vend, fn(data[i:vend])
+	})
+}
+
+// members walks the object or array in data (open ... close): it checks
+// the brackets and the commas between members, and calls member at each
+// member's first byte (i < len(data)), which returns where the member
+// ends. It reads nothing after the closing bracket.
+func members(data []byte, open, close byte, member func(i int) (int, error)) error {
 	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '[' {
+	if i >= len(data) || data[i] != open {
 		return errSyntax
 	}
 	i++
@@ -86,26 +75,23 @@ func ArrayValues(data []byte, fn func(val []byte) error) error {
 		if i >= len(data) {
 			return errSyntax
 		}
-		if data[i] == ']' && first {
+		if data[i] == close {
 			return nil
 		}
 		if !first {
-			if data[i] == ']' {
-				return nil
-			}
+			// After a member: its comma.
 			if data[i] != ',' {
 				return errSyntax
 			}
-			i = skipSpace(data, i+1)
+			if i = skipSpace(data, i+1); i >= len(data) {
+				return errSyntax
+			}
 		}
-		vend, err := skipValue(data, i)
+		next, err := member(i)
 		if err != nil {
 			return err
 		}
-		if err := fn(data[i:vend]); err != nil {
-			return err
-		}
-		i = vend
+		i = next
 	}
 }
 
