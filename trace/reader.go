@@ -215,10 +215,16 @@ type walker struct {
 	h   walkHooks
 }
 
-// objBuilder reassembles an object from its fields, in order.
-type objBuilder struct{ buf bytes.Buffer }
+// ObjectBuilder reassembles an object from its fields, in order: how
+// Scan (and a byte walk that stands in for it, the export's) decodes a
+// turn's or the trace's own fields without their parts.
+type ObjectBuilder struct{ buf bytes.Buffer }
 
-func (b *objBuilder) add(key string, raw []byte) {
+// Reset empties it for another object.
+func (b *ObjectBuilder) Reset() { b.buf.Reset() }
+
+// Add appends the field key with its raw JSON value.
+func (b *ObjectBuilder) Add(key string, raw []byte) {
 	if b.buf.Len() == 0 {
 		b.buf.WriteByte('{')
 	} else {
@@ -230,7 +236,8 @@ func (b *objBuilder) add(key string, raw []byte) {
 	b.buf.Write(raw)
 }
 
-func (b *objBuilder) bytes() []byte {
+// Bytes returns the object (a copy).
+func (b *ObjectBuilder) Bytes() []byte {
 	if b.buf.Len() == 0 {
 		return []byte("{}")
 	}
@@ -326,7 +333,7 @@ func (w *walker) doc() error {
 	if err := w.expectDelim("$", '{', "a trace is a JSON object"); err != nil {
 		return err
 	}
-	var top objBuilder
+	var top ObjectBuilder
 	loc := docLoc{}
 	headerDone := false
 	emitHeader := func() error {
@@ -338,7 +345,7 @@ func (w *walker) doc() error {
 			return nil
 		}
 		var hd Header
-		if err := json.Unmarshal(top.bytes(), &hd); err != nil {
+		if err := json.Unmarshal(top.Bytes(), &hd); err != nil {
 			return decodeError("$", w.dec.InputOffset(), err)
 		}
 		return w.h.header(&hd)
@@ -353,7 +360,7 @@ func (w *walker) doc() error {
 			if err != nil {
 				return err
 			}
-			top.add(k, raw)
+			top.Add(k, raw)
 			if loc.hasTurns {
 				loc.keysAfter = append(loc.keysAfter, k)
 			} else {
@@ -367,7 +374,7 @@ func (w *walker) doc() error {
 		if err := w.turns(&loc); err != nil {
 			return err
 		}
-		top.add("turns", []byte("[]"))
+		top.Add("turns", []byte("[]"))
 	}
 	if err := w.expectDelim("$", '}', "end of the trace object"); err != nil {
 		return err
@@ -384,7 +391,7 @@ func (w *walker) doc() error {
 	if err := emitHeader(); err != nil {
 		return err
 	}
-	loc.raw = top.bytes()
+	loc.raw = top.Bytes()
 	if w.h.end != nil {
 		return w.h.end(loc)
 	}
@@ -425,7 +432,7 @@ func (w *walker) turn(i int) (int64, error) {
 	if err := w.expectDelim(path, '{', "a turn is a JSON object"); err != nil {
 		return 0, err
 	}
-	var obj objBuilder
+	var obj ObjectBuilder
 	for w.dec.More() {
 		k, err := w.key(path)
 		if err != nil {
@@ -436,7 +443,7 @@ func (w *walker) turn(i int) (int64, error) {
 			if err != nil {
 				return 0, err
 			}
-			obj.add(k, raw)
+			obj.Add(k, raw)
 			if loc.hasParts {
 				loc.keysAfter = append(loc.keysAfter, k)
 			} else {
@@ -448,13 +455,13 @@ func (w *walker) turn(i int) (int64, error) {
 		if err := w.parts(&loc); err != nil {
 			return 0, err
 		}
-		obj.add("parts", []byte("[]"))
+		obj.Add("parts", []byte("[]"))
 	}
 	if err := w.expectDelim(path, '}', "end of turn"); err != nil {
 		return 0, err
 	}
 	loc.end = w.dec.InputOffset()
-	loc.raw = obj.bytes()
+	loc.raw = obj.Bytes()
 	if w.h.turn != nil {
 		if err := w.h.turn(loc); err != nil {
 			return 0, err

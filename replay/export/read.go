@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -281,7 +280,7 @@ func decodeItem(it *readItem, r agent.Reader, o readOptions) error {
 // end; and it refuses data after the trace object, as Scan does.
 func scanItems(ctx context.Context, f *os.File, size int64, pool *batchPool, send func(*readBatch) bool) error {
 	var (
-		top, turnObj objBuilder
+		top, turnObj trace.ObjectBuilder
 		headerDone   bool
 		r            = harness.Reader("")
 		b            = pool.get()
@@ -312,7 +311,7 @@ func scanItems(ctx context.Context, f *os.File, size int64, pool *batchPool, sen
 		}
 		headerDone = true
 		var h trace.Header
-		if err := json.Unmarshal(top.bytes(), &h); err != nil {
+		if err := json.Unmarshal(top.Bytes(), &h); err != nil {
 			return add(readItem{kind: itemHeader, err: &trace.ScanError{Path: "$", Err: err}})
 		}
 		// The parts after the header are read with its harness's reader,
@@ -326,34 +325,34 @@ func scanItems(ctx context.Context, f *os.File, size int64, pool *batchPool, sen
 	}
 	turnEnd := func(ti int) error {
 		var t trace.Turn
-		if err := json.Unmarshal(turnObj.bytes(), &t); err != nil {
+		if err := json.Unmarshal(turnObj.Bytes(), &t); err != nil {
 			return add(readItem{kind: itemTurn, err: &trace.ScanError{Path: "$.turns[" + strconv.Itoa(ti) + "]", Err: err}})
 		}
 		return add(readItem{kind: itemTurn, turn: ti, t: &t})
 	}
 	err := trace.ScanOffsets(f, size, trace.ScanFrom{}, trace.OffsetVisitor{
 		Field: func(key string, raw []byte) error {
-			top.add(key, raw)
+			top.Add(key, raw)
 			return nil
 		},
 		Turns: func() error {
 			if err := header(); err != nil {
 				return err
 			}
-			top.add("turns", []byte("[]"))
+			top.Add("turns", []byte("[]"))
 			return nil
 		},
 		TurnBegin: func(int) error {
 			turnParts = 0
-			turnObj.reset()
+			turnObj.Reset()
 			return nil
 		},
 		TurnField: func(_ int, key string, raw []byte) error {
-			turnObj.add(key, raw)
+			turnObj.Add(key, raw)
 			return nil
 		},
 		TurnParts: func(int) error {
-			turnObj.add("parts", []byte("[]"))
+			turnObj.Add("parts", []byte("[]"))
 			return nil
 		},
 		TurnEnd: turnEnd,
@@ -396,7 +395,7 @@ func scanItems(ctx context.Context, f *os.File, size int64, pool *batchPool, sen
 		return err
 	}
 	end := readItem{kind: itemEnd, doc: &trace.Trace{}}
-	if derr := json.Unmarshal(top.bytes(), end.doc); derr != nil {
+	if derr := json.Unmarshal(top.Bytes(), end.doc); derr != nil {
 		end = readItem{kind: itemEnd, err: &trace.ScanError{Path: "$", Offset: size, Err: derr}}
 	}
 	if err := add(end); err != nil {
@@ -446,14 +445,14 @@ func readTurns(path string, fn func(i int, t *trace.Turn) error) error {
 	if err != nil {
 		return err
 	}
-	var obj objBuilder
+	var obj trace.ObjectBuilder
 	return trace.ScanOffsets(f, fi.Size(), trace.ScanFrom{}, trace.OffsetVisitor{
-		TurnBegin: func(int) error { obj.reset(); return nil },
-		TurnField: func(_ int, key string, raw []byte) error { obj.add(key, raw); return nil },
-		TurnParts: func(int) error { obj.add("parts", []byte("[]")); return nil },
+		TurnBegin: func(int) error { obj.Reset(); return nil },
+		TurnField: func(_ int, key string, raw []byte) error { obj.Add(key, raw); return nil },
+		TurnParts: func(int) error { obj.Add("parts", []byte("[]")); return nil },
 		TurnEnd: func(ti int) error {
 			var t trace.Turn
-			if err := json.Unmarshal(obj.bytes(), &t); err != nil {
+			if err := json.Unmarshal(obj.Bytes(), &t); err != nil {
 				return &trace.ScanError{Path: "$.turns[" + strconv.Itoa(ti) + "]", Err: err}
 			}
 			return fn(ti, &t)
@@ -478,30 +477,4 @@ func checkTail(f *os.File, size, off int64) error {
 		pos += int64(n)
 	}
 	return nil
-}
-
-// objBuilder reassembles an object from its fields, in order, as
-// trace.Scan does before decoding a turn's or the trace's own fields.
-type objBuilder struct{ buf bytes.Buffer }
-
-func (o *objBuilder) reset() { o.buf.Reset() }
-
-func (o *objBuilder) add(key string, raw []byte) {
-	if o.buf.Len() == 0 {
-		o.buf.WriteByte('{')
-	} else {
-		o.buf.WriteByte(',')
-	}
-	k, _ := json.Marshal(key)
-	o.buf.Write(k)
-	o.buf.WriteByte(':')
-	o.buf.Write(raw)
-}
-
-func (o *objBuilder) bytes() []byte {
-	if o.buf.Len() == 0 {
-		return []byte("{}")
-	}
-	out := append([]byte(nil), o.buf.Bytes()...)
-	return append(out, '}')
 }
