@@ -222,69 +222,59 @@ func plainString(val []byte, s *string) bool {
 
 // decodeCheckpoint decodes a repo_checkpoint object of the usual keys
 // and plain values; anything else (another key, null, an escape, another
-// type) goes through encoding/json. Like it, a second repo_checkpoint of
-// the part is decoded into the first.
+// type) goes through encoding/json.
 func decodeCheckpoint(val []byte, out **trace.RepoCheckpoint) error {
-	var c trace.RepoCheckpoint
-	if *out != nil {
-		c = **out
-	}
-	err := trace.ObjectFields(val, func(key, v []byte) error {
-		var ok bool
+	return decodePlainObject(val, out, func(c *trace.RepoCheckpoint, key, v []byte) bool {
 		switch string(key) {
 		case "commit_before":
-			ok = plainString(v, &c.CommitBefore)
+			return plainString(v, &c.CommitBefore)
 		case "commit_after":
-			ok = plainString(v, &c.CommitAfter)
+			return plainString(v, &c.CommitAfter)
 		case "agent_git_head":
-			ok = plainString(v, &c.AgentGitHead)
+			return plainString(v, &c.AgentGitHead)
 		case "committed":
-			ok = plainBool(v, &c.Committed)
+			return plainBool(v, &c.Committed)
 		case "deferred":
-			ok = plainBool(v, &c.Deferred)
+			return plainBool(v, &c.Deferred)
 		case "changed_files":
-			ok = plainStrings(v, &c.ChangedFiles)
+			return plainStrings(v, &c.ChangedFiles)
 		}
-		if !ok {
-			return errSlowPart
-		}
-		return nil
+		return false
 	})
-	if err != nil || !bytes.HasSuffix(val, []byte("}")) {
-		return json.Unmarshal(val, out)
-	}
-	if *out == nil {
-		*out = &c
-	} else {
-		**out = c
-	}
-	return nil
 }
 
 // decodeTokens decodes a tokens object of plain integers; anything else
 // goes through encoding/json.
 func decodeTokens(val []byte, out **trace.Tokens) error {
-	var t trace.Tokens
+	return decodePlainObject(val, out, func(t *trace.Tokens, key, v []byte) bool {
+		switch string(key) {
+		case "input":
+			return plainInt(v, &t.Input)
+		case "output":
+			return plainInt(v, &t.Output)
+		case "reasoning":
+			return plainInt(v, &t.Reasoning)
+		case "cache_read":
+			return plainInt(v, &t.CacheRead)
+		case "cache_write":
+			return plainInt(v, &t.CacheWrite)
+		}
+		return false
+	})
+}
+
+// decodePlainObject decodes the object val into *out field by field
+// (field reports whether it took the key's plain value); an object field
+// does not take goes through encoding/json. Like encoding/json, a second
+// object for the same *out (a key repeated in the part) is decoded into
+// the first.
+func decodePlainObject[T any](val []byte, out **T, field func(t *T, key, v []byte) bool) error {
+	var t T
 	if *out != nil {
 		t = **out
 	}
 	err := trace.ObjectFields(val, func(key, v []byte) error {
-		var n *int64
-		switch string(key) {
-		case "input":
-			n = &t.Input
-		case "output":
-			n = &t.Output
-		case "reasoning":
-			n = &t.Reasoning
-		case "cache_read":
-			n = &t.CacheRead
-		case "cache_write":
-			n = &t.CacheWrite
-		default:
-			return errSlowPart
-		}
-		if !plainInt(v, n) {
+		if !field(&t, key, v) {
 			return errSlowPart
 		}
 		return nil
