@@ -444,21 +444,11 @@ func (c *BlobCache) SetSum(ctx context.Context, name string) (string, error) {
 		return "", nil
 	}
 	var sum string
-	var err error
-	if l, ok := c.Blobs.(BlobLoader); ok {
-		err = l.Load(ctx, c.SetKeyFunc(name), func(r io.Reader) error {
-			var serr error
-			sum, serr = streamSetSum(r)
-			return serr
-		})
-	} else {
-		var data []byte
-		if data, err = c.Blobs.Get(ctx, c.SetKeyFunc(name)); err == nil {
-			if _, err = checkSet(data); err == nil {
-				sum = setSum(data)
-			}
-		}
-	}
+	err := c.load(ctx, c.SetKeyFunc(name), func(r io.Reader) error {
+		var serr error
+		sum, serr = streamSetSum(r)
+		return serr
+	})
 	switch {
 	case errors.Is(err, ErrBadEntry):
 		return "", fmt.Errorf("evaluation cache set %s: %w", name, err)
@@ -468,6 +458,19 @@ func (c *BlobCache) SetSum(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("read evaluation cache set %s: %w", name, err)
 	}
 	return sum, nil
+}
+
+// load streams object key to fn: through Blobs' own Load when it has one
+// (BlobLoader), else from the object read whole.
+func (c *BlobCache) load(ctx context.Context, key string, fn func(io.Reader) error) error {
+	if l, ok := c.Blobs.(BlobLoader); ok {
+		return l.Load(ctx, key, fn)
+	}
+	data, err := c.Blobs.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	return fn(bytes.NewReader(data))
 }
 
 // streamSetSum is checkSet and setSum of the set object read from r,
