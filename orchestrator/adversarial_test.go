@@ -275,6 +275,7 @@ func equalManifests(a, b map[string]string) bool {
 // the error, not "running"; traj trace finalize puts back every part
 // recorded before the attack.
 func TestTraceTruncatedBehindTheWriter(t *testing.T) {
+	t.Parallel()
 	bin := needOpenCode(t)
 	traj := needTraj(t)
 	root := t.TempDir()

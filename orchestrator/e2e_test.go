@@ -25,6 +25,12 @@ import (
 	"github.com/trajlab/traj/trace/tracetest"
 )
 
+// The tests that record real trajectories run in parallel with each
+// other, each in its own temporary folders, passing its API key under an
+// environment variable name of its own (setKeyEnv). They mostly wait on
+// their harnesses and sandboxes; -parallel still bounds how many run at
+// once. TestFourAtOnce stays sequential: it sets the S3 credentials in the
+// process's environment, and runs four trajectories at once itself.
 var (
 	trajBinOnce sync.Once
 	trajBin     string
@@ -93,6 +99,20 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// setKeyEnv sets an environment variable named prefix_RANDOM to value
+// for the rest of t and returns its name: the API key a run is told to
+// read by name. t.Setenv would keep the test sequential; a name of its
+// own lets the tests that record in parallel each pass their own key.
+func setKeyEnv(t *testing.T, prefix, value string) string {
+	t.Helper()
+	name := prefix + "_" + strings.ToUpper(randomHex(t))
+	if err := os.Setenv(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Unsetenv(name) })
+	return name
+}
+
 // e2eRun records the e2e script with the real OpenCode.
 func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Result, *trace.Trace, string, string) {
 	t.Helper()
@@ -100,7 +120,7 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 	traj := needTraj(t)
 	work := t.TempDir()
 	key := "key-" + randomHex(t)
-	t.Setenv("TRAJ_E2E_API_KEY", key)
+	keyEnv := setKeyEnv(t, "TRAJ_E2E_API_KEY", key)
 	// The server password exists only while the server runs: read it when
 	// the run starts, to look for it in the trajectory folder afterwards.
 	var password string
@@ -118,7 +138,7 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e.jsonl", MaxParts: maxParts,
 		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj,
-		APIKeyEnvs: []string{"TRAJ_E2E_API_KEY"},
+		APIKeyEnvs: []string{keyEnv},
 		Reporter:   progress.Multi{progress.NewJSON(events), rep}, AbortGrace: 5 * time.Second,
 	})
 	if err != nil {
@@ -226,6 +246,7 @@ func partsOf(tr *trace.Trace) []trace.Part {
 }
 
 func TestEndToEndRealOpenCode(t *testing.T) {
+	t.Parallel() // with the other recording tests: see trajBinOnce
 	var events bytes.Buffer
 	res, tr, _, _ := e2eRun(t, 50, &events)
 	parts := partsOf(tr)
@@ -304,6 +325,7 @@ func TestEndToEndRealOpenCode(t *testing.T) {
 }
 
 func TestEndToEndPartBudget(t *testing.T) {
+	t.Parallel()
 	var events bytes.Buffer
 	res, tr, _, _ := e2eRun(t, 7, &events)
 	parts := partsOf(tr)
@@ -343,6 +365,7 @@ func leftovers(dir string) []string {
 // finished cleanly (interrupted, final checkpoint, bundle) and no service
 // is left running.
 func TestEndToEndInterrupted(t *testing.T) {
+	t.Parallel()
 	bin := needOpenCode(t)
 	traj := needTraj(t)
 	work := t.TempDir()

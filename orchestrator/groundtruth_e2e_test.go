@@ -28,6 +28,7 @@ import (
 // cache and agrees with the trace, and a hand-corrupted cache entry is
 // detected and evaluated again.
 func TestGroundTruthEndToEnd(t *testing.T) {
+	t.Parallel()
 	var events bytes.Buffer
 	res, work := groundTruthRun(t, orchestrator.Options{
 		Task: "testdata/tasks/e2e-groundtruth", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
@@ -166,6 +167,7 @@ func TestGroundTruthEndToEnd(t *testing.T) {
 // its environment version, and replay evaluate applies the same rule and
 // is served from the cache.
 func TestGroundTruthDeniesCCompiler(t *testing.T) {
+	t.Parallel()
 	res, work := groundTruthRun(t, orchestrator.Options{
 		Task: "testdata/tasks/e2e-deny-cc", Script: "testdata/e2e-groundtruth.jsonl", MaxParts: 50,
 		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap},
@@ -236,6 +238,7 @@ func readValidTrace(t *testing.T, dir string) *trace.Trace {
 // trace that validates — because the record's deadline starts after
 // ground truth's, and the tree left unevaluated is said to be so.
 func TestFinishOutlastsGroundTruth(t *testing.T) {
+	t.Parallel()
 	res, _ := groundTruthRun(t, orchestrator.Options{
 		Task: "testdata/tasks/e2e-groundtruth", Script: "testdata/e2e-slow-build.jsonl", MaxParts: 4,
 		FinishTimeout: 8 * time.Second,
@@ -291,6 +294,7 @@ func groundTruthRun(t *testing.T, o orchestrator.Options) (*orchestrator.Result,
 // both the trace's ground truth and a tree-keyed evaluate (--no-cache:
 // every tree tested).
 func TestArtifactKeysEndToEnd(t *testing.T) {
+	t.Parallel()
 	res, work := groundTruthRun(t, orchestrator.Options{
 		Task: "testdata/tasks/e2e-artifacts", Script: "testdata/e2e-artifacts.jsonl", MaxParts: 50,
 		Sandbox: launch.SandboxOptions{Provider: sandbox.ProviderBwrap},

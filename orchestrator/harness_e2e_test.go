@@ -63,10 +63,12 @@ func needHarness(t *testing.T, h harnessCase) string {
 // trace's tokens and cost; the real key is nowhere the harness could see
 // it and nowhere in the trajectory folder; checkout-part and evaluate work.
 func TestHarnessesEndToEnd(t *testing.T) {
+	t.Parallel()
 	traj := needTraj(t)
-	t.Setenv("TRAJ_E2E_REAL_KEY", e2eRealKey)
+	keyEnv := setKeyEnv(t, "TRAJ_E2E_REAL_KEY", e2eRealKey)
 	for _, h := range harnessCases {
 		t.Run(h.agent, func(t *testing.T) {
+			t.Parallel()
 			bin := needHarness(t, h)
 			work := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -75,7 +77,7 @@ func TestHarnessesEndToEnd(t *testing.T) {
 			res, err := orchestrator.Run(ctx, orchestrator.Options{
 				Task: "testdata/tasks/e2e", Agent: h.agent, AgentBin: bin, Model: "scripted/demo", Script: h.script,
 				MaxParts: 100, Timeout: 150 * time.Second, Store: work, TrajBin: traj,
-				APIKeyEnvs: []string{"TRAJ_E2E_REAL_KEY"}, Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
+				APIKeyEnvs: []string{keyEnv}, Reporter: progress.NewJSON(&events), AbortGrace: 5 * time.Second,
 			})
 			if err != nil {
 				t.Fatalf("run: %v", err)
@@ -259,9 +261,11 @@ func grepTree(t *testing.T, dir, secret string) {
 // with a valid, contiguous trace whose later turns continued the same
 // harness session.
 func TestHarnessesKillResume(t *testing.T) {
+	t.Parallel()
 	traj := needTraj(t)
 	for _, h := range harnessCases {
 		t.Run(h.agent, func(t *testing.T) {
+			t.Parallel()
 			bin := needHarness(t, h)
 			root := t.TempDir()
 			work, st := filepath.Join(root, "work"), filepath.Join(root, "store")
@@ -364,6 +368,7 @@ func countParts(tr *trace.Trace) int {
 // token_limit once the model calls reach it; the gateway refused the call
 // after the budget, so the record holds no call beyond it that was answered.
 func TestHarnessTokenBudget(t *testing.T) {
+	t.Parallel()
 	traj := needTraj(t)
 	h := harnessCases[0]
 	bin := needHarness(t, h)

@@ -25,6 +25,7 @@ import (
 // sample size; `traj replay evaluate` afterwards evaluates only the trees
 // never run in full (the full results are under its cache key).
 func TestSampledGroundTruthIsNotSolvedBySampleAlone(t *testing.T) {
+	t.Parallel()
 	const size, seed = 10, 3
 	dir := os.Getenv("TRAJ_TESTS_DIR")
 	if dir == "" {
