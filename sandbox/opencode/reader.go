@@ -22,12 +22,19 @@ var _ agent.Reader = Reader{}
 
 // Part implements agent.Reader.
 func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part, bool) {
-	// Decoded once, as the plain struct: Part's UnmarshalJSON would
-	// check and decode raw a second time to keep a copy of it, and raw
-	// is what the part keeps anyway (an export decodes every part).
+	// Decoded once, by decodePart or else as the plain struct: Part's
+	// UnmarshalJSON would check and decode raw a second time to keep a
+	// copy of it, and raw is what the part keeps anyway (an export
+	// decodes every part).
 	type plain Part
 	var p Part
-	if json.Unmarshal(raw, (*plain)(&p)) != nil || p.Type == "" {
+	if !decodePart(raw, &p) {
+		p = Part{}
+		if json.Unmarshal(raw, (*plain)(&p)) != nil {
+			return agent.Part{ID: id, Kind: kind, Raw: raw}, false
+		}
+	}
+	if p.Type == "" {
 		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
 	}
 	p.Raw = raw
