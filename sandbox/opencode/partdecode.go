@@ -1,6 +1,10 @@
 package opencode
 
-import "github.com/trajlab/traj/trace/jsondec"
+import (
+	"encoding/json"
+
+	"github.com/trajlab/traj/trace/jsondec"
+)
 
 // decodePart fills p (zero) from raw as json.Unmarshal into the plain
 // Part would, without encoding/json: a reader of a long trace decodes
@@ -120,4 +124,81 @@ func decodeTokens(raw []byte, i int, t *Tokens) (int, bool) {
 		}
 		return end, ok
 	})
+}
+
+// toolInput is what traj reads of a built-in tool's arguments.
+type toolInput struct {
+	FilePath    string `json:"filePath"`
+	OldString   string `json:"oldString"`
+	NewString   string `json:"newString"`
+	ReplaceAll  bool   `json:"replaceAll"`
+	Content     string `json:"content"`
+	Command     string `json:"command"`
+	Description string `json:"description"`
+	Prompt      string `json:"prompt"`
+}
+
+var toolInputKeys = []string{"filePath", "oldString", "newString", "replaceAll", "content", "command", "description", "prompt"}
+
+// readToolInput decodes a tool's arguments as json.Unmarshal into
+// toolInput does (a write's content can be a whole file).
+func readToolInput(raw json.RawMessage) (toolInput, error) {
+	var in toolInput
+	end, ok := jsondec.Fields(raw, 0, toolInputKeys, func(k, v int) (int, bool) {
+		var end int
+		ok := true
+		switch k {
+		case 0:
+			in.FilePath, end, ok = jsondec.String(raw, v)
+		case 1:
+			in.OldString, end, ok = jsondec.String(raw, v)
+		case 2:
+			in.NewString, end, ok = jsondec.String(raw, v)
+		case 3:
+			in.ReplaceAll, end, ok = jsondec.Bool(raw, v)
+		case 4:
+			in.Content, end, ok = jsondec.String(raw, v)
+		case 5:
+			in.Command, end, ok = jsondec.String(raw, v)
+		case 6:
+			in.Description, end, ok = jsondec.String(raw, v)
+		case 7:
+			in.Prompt, end, ok = jsondec.String(raw, v)
+		}
+		return end, ok
+	})
+	if ok && jsondec.End(raw, end) {
+		return in, nil
+	}
+	in = toolInput{}
+	err := json.Unmarshal(raw, &in)
+	return in, err
+}
+
+// toolMetadata is what traj reads of a tool state's metadata: whether
+// OpenCode cut the output, and the file it kept it in.
+type toolMetadata struct {
+	Truncated  bool   `json:"truncated"`
+	OutputPath string `json:"outputPath"`
+}
+
+// readMetadata decodes metadata as json.Unmarshal into toolMetadata does.
+func readMetadata(raw json.RawMessage) (toolMetadata, error) {
+	var md toolMetadata
+	end, ok := jsondec.Fields(raw, 0, []string{"truncated", "outputPath"}, func(k, v int) (int, bool) {
+		var end int
+		ok := true
+		if k == 0 {
+			md.Truncated, end, ok = jsondec.Bool(raw, v)
+		} else {
+			md.OutputPath, end, ok = jsondec.String(raw, v)
+		}
+		return end, ok
+	})
+	if ok && jsondec.End(raw, end) {
+		return md, nil
+	}
+	md = toolMetadata{}
+	err := json.Unmarshal(raw, &md)
+	return md, err
 }

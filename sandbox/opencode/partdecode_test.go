@@ -57,11 +57,49 @@ func TestDecodePartReadsRecordedParts(t *testing.T) {
 	}
 }
 
+// inputCases are tool arguments and metadata readToolInput and
+// readMetadata must read as encoding/json does.
+var inputCases = []string{
+	`{"filePath":"/w/a.c","oldString":"int x;\n","newString":"long x;\n","replaceAll":true}`,
+	`{"filePath":"a.c","content":"#include <stdio.h>\nint main(){}\n"}`,
+	`{"command":"make test 2>&1 | tail","description":"run"}`,
+	`{"description":"d","prompt":"p","subagent_type":"general"}`,
+	`{"filePath":"a.c","replaceAll":"yes"}`, `{"filePath":5}`, `{"FILEPATH":"x"}`, `null`, ``, `{"truncated":true,"outputPath":"/tmp/o"}`,
+	`{"truncated":1}`, `{"truncated":false,"outputPath":null}`,
+}
+
+func TestToolInputLikeEncodingJSON(t *testing.T) {
+	for _, c := range inputCases {
+		checkToolInput(t, []byte(c))
+	}
+}
+
 func FuzzDecodePart(f *testing.F) {
-	for _, c := range partCases {
+	for _, c := range append(partCases, inputCases...) {
 		f.Add([]byte(c))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { checkDecodePart(t, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkDecodePart(t, data)
+		checkToolInput(t, data)
+	})
+}
+
+// checkToolInput: readToolInput and readMetadata give what
+// json.Unmarshal gives, error or not.
+func checkToolInput(t *testing.T, raw []byte) {
+	t.Helper()
+	got, err := readToolInput(raw)
+	var want toolInput
+	werr := json.Unmarshal(raw, &want)
+	if got != want || (err == nil) != (werr == nil) {
+		t.Fatalf("readToolInput(%q) = %+v, %v; encoding/json %+v, %v", raw, got, err, want, werr)
+	}
+	md, err := readMetadata(raw)
+	var wmd toolMetadata
+	werr = json.Unmarshal(raw, &wmd)
+	if md != wmd || (err == nil) != (werr == nil) {
+		t.Fatalf("readMetadata(%q) = %+v, %v; encoding/json %+v, %v", raw, md, err, wmd, werr)
+	}
 }
 
 // checkDecodePart: what decodePart reads, encoding/json reads the same
