@@ -72,6 +72,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the clock (tests pin it).
 	Now func() time.Time
+
+	// codec compresses every Parquet page of a Run.
+	codec *zstdCodec
 }
 
 // Summary says what Run did.
@@ -355,6 +358,13 @@ func (o *Options) defaults() error {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Format == FormatParquet && o.codec == nil {
+		c, err := newZstdCodec()
+		if err != nil {
+			return fmt.Errorf("zstd: %w", err)
+		}
+		o.codec = c
 	}
 	return nil
 }

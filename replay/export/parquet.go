@@ -38,23 +38,22 @@ type tableFile[T any] struct {
 
 const batchRows = 64
 
-func newTableFile[T any](dir, table, id string, meta map[string]string, rowGroupBytes int64) (*tableFile[T], error) {
+func newTableFile[T any](dir, table, id string, meta map[string]string, opts *Options) (*tableFile[T], error) {
 	path := filepath.Join(dir, table, id+".parquet")
 	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	opts := []parquet.WriterOption{
-		// One codec for every file: it pools its zstd encoders (a codec
-		// per file allocated ~16 MB of encoder state each time).
-		parquet.Compression(&parquet.Zstd),
+	wopts := []parquet.WriterOption{
+		// One codec for every file of a Run: it holds the zstd encoders.
+		parquet.Compression(opts.codec),
 		parquet.CreatedBy("traj", meta["traj.version"], ""),
 		parquet.KeyValueMetadata("traj.export.table", table),
 	}
 	for k, v := range meta {
-		opts = append(opts, parquet.KeyValueMetadata(k, v))
+		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
 	}
-	return &tableFile[T]{path: path, f: f, w: parquet.NewGenericWriter[T](f.File(), opts...), rowGroupBytes: rowGroupBytes}, nil
+	return &tableFile[T]{path: path, f: f, w: parquet.NewGenericWriter[T](f.File(), wopts...), rowGroupBytes: opts.RowGroupBytes}, nil
 }
 
 // add queues a row of about size bytes.
@@ -151,23 +150,23 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 			}
 		}
 	}()
-	if e.traj, err = newTableFile[TrajectoryRow](opts.Out, TableTrajectories, in.id, meta, opts.RowGroupBytes); err != nil {
+	if e.traj, err = newTableFile[TrajectoryRow](opts.Out, TableTrajectories, in.id, meta, opts); err != nil {
 		return nil, err
 	}
 	files = append(files, e.traj)
-	if e.parts, err = newTableFile[PartRow](opts.Out, TableParts, in.id, meta, opts.RowGroupBytes); err != nil {
+	if e.parts, err = newTableFile[PartRow](opts.Out, TableParts, in.id, meta, opts); err != nil {
 		return nil, err
 	}
 	files = append(files, e.parts)
-	if e.evals, err = newTableFile[EvaluationRow](opts.Out, TableEvaluations, in.id, meta, opts.RowGroupBytes); err != nil {
+	if e.evals, err = newTableFile[EvaluationRow](opts.Out, TableEvaluations, in.id, meta, opts); err != nil {
 		return nil, err
 	}
 	files = append(files, e.evals)
-	if e.tests, err = newTableFile[TestRow](opts.Out, TableTests, in.id, meta, opts.RowGroupBytes); err != nil {
+	if e.tests, err = newTableFile[TestRow](opts.Out, TableTests, in.id, meta, opts); err != nil {
 		return nil, err
 	}
 	files = append(files, e.tests)
-	if e.calls, err = newTableFile[ModelCallRow](opts.Out, TableModelCalls, in.id, meta, opts.RowGroupBytes); err != nil {
+	if e.calls, err = newTableFile[ModelCallRow](opts.Out, TableModelCalls, in.id, meta, opts); err != nil {
 		return nil, err
 	}
 	files = append(files, e.calls)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/jsondec"
 )
 
 // decodePart decodes a part's bytes into p exactly as json.Unmarshal
@@ -125,11 +126,11 @@ var partFields = map[string]int{
 	"ground_truth": fGroundTruth, "gateway_calls": fGatewayCalls,
 }
 
-// decodeString takes a JSON string without escapes as it is; anything
-// else (escapes, control bytes, invalid UTF-8, null, another type) goes
-// through encoding/json.
+// decodeString decodes a JSON string with jsondec; anything else (null,
+// another type, invalid JSON) goes through encoding/json.
 func decodeString(val []byte, s *string) error {
-	if plainString(val, s) {
+	if v, end, ok := jsondec.String(val, 0); ok && end == len(val) {
+		*s = v
 		return nil
 	}
 	return json.Unmarshal(val, s)
@@ -163,9 +164,16 @@ func decodeRawList(val []byte, out *[]json.RawMessage) error {
 		*out = []json.RawMessage{}
 		return nil
 	}
-	if len(val) > 0 && val[0] == '[' && json.Valid(val) {
+	if len(val) > 0 && val[0] == '[' {
 		list := []json.RawMessage{}
-		if trace.ArrayValues(val, func(v []byte) error { list = append(list, v); return nil }) == nil {
+		end, ok := jsondec.Array(val, 0, func(v int) (int, bool) {
+			end, ok := jsondec.Skip(val, v)
+			if ok {
+				list = append(list, val[v:end])
+			}
+			return end, ok
+		})
+		if ok && jsondec.End(val, end) {
 			*out = list
 			return nil
 		}

@@ -240,21 +240,23 @@ func (p Part) Normalize() agent.Part {
 		if st := p.State; st != nil {
 			out.Tool.Status = agent.ToolStatus(st.Status)
 			out.Tool.Input, out.Tool.Output, out.Tool.Error = st.Input, st.Output, st.Error
-			var md struct {
-				Truncated  bool   `json:"truncated"`
-				OutputPath string `json:"outputPath"`
-			}
-			if json.Unmarshal(st.Metadata, &md) == nil && md.Truncated {
+			if md, err := readMetadata(st.Metadata); err == nil && md.Truncated {
 				out.Tool.OutputFile = md.OutputPath
 			}
 			out.Title = st.Title
 			if st.Time != nil {
 				out.Start, out.End = msTime(st.Time.Start), msTimePtr(st.Time.End)
 			}
-			if f := editedFile(p.Tool, st.Input); f != "" {
-				out.Files = []string{f}
+			switch p.Tool {
+			case "edit", "write", "bash", "task":
+				in, err := readToolInput(st.Input)
+				if f := editedFile(p.Tool, in); f != "" {
+					out.Files = []string{f}
+				}
+				if err == nil {
+					out.Tool.Action = action(p.Tool, in)
+				}
 			}
-			out.Tool.Action = action(p.Tool, st.Input)
 		}
 	default:
 		out.Done = true

@@ -22,12 +22,19 @@ var _ agent.Reader = Reader{}
 
 // Part implements agent.Reader.
 func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part, bool) {
-	// Decoded once, as the plain struct: Part's UnmarshalJSON would
-	// check and decode raw a second time to keep a copy of it, and raw
-	// is what the part keeps anyway (an export decodes every part).
+	// Decoded once, by decodePart or else as the plain struct: Part's
+	// UnmarshalJSON would check and decode raw a second time to keep a
+	// copy of it, and raw is what the part keeps anyway (an export
+	// decodes every part).
 	type plain Part
 	var p Part
-	if json.Unmarshal(raw, (*plain)(&p)) != nil || p.Type == "" {
+	if !decodePart(raw, &p) {
+		p = Part{}
+		if json.Unmarshal(raw, (*plain)(&p)) != nil {
+			return agent.Part{ID: id, Kind: kind, Raw: raw}, false
+		}
+	}
+	if p.Type == "" {
 		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
 	}
 	p.Raw = raw
@@ -67,27 +74,9 @@ func (t *Tokens) usage() *agent.Usage {
 	return u
 }
 
-// action reads the arguments of OpenCode's built-in tools that edit,
-// write, run a command or start a sub-agent (nil for any other tool).
-func action(tool string, input json.RawMessage) *agent.Action {
-	var in struct {
-		FilePath    string `json:"filePath"`
-		OldString   string `json:"oldString"`
-		NewString   string `json:"newString"`
-		ReplaceAll  bool   `json:"replaceAll"`
-		Content     string `json:"content"`
-		Command     string `json:"command"`
-		Description string `json:"description"`
-		Prompt      string `json:"prompt"`
-	}
-	switch tool {
-	case "edit", "write", "bash", "task":
-		if json.Unmarshal(input, &in) != nil {
-			return nil
-		}
-	default:
-		return nil
-	}
+// action is what a built-in tool that edits, writes, runs a command or
+// starts a sub-agent does (nil for any other tool), from its arguments.
+func action(tool string, in toolInput) *agent.Action {
 	switch tool {
 	case "edit":
 		return &agent.Action{Kind: agent.ActionEdit, Path: in.FilePath, Edits: []agent.Edit{{Old: in.OldString, New: in.NewString, All: in.ReplaceAll}}}
@@ -95,23 +84,21 @@ func action(tool string, input json.RawMessage) *agent.Action {
 		return &agent.Action{Kind: agent.ActionWrite, Path: in.FilePath, Content: in.Content}
 	case "bash":
 		return &agent.Action{Kind: agent.ActionCommand, Command: in.Command, Description: in.Description}
+	case "task":
+		return &agent.Action{Kind: agent.ActionTask, Description: in.Description, Prompt: in.Prompt}
 	}
-	return &agent.Action{Kind: agent.ActionTask, Description: in.Description, Prompt: in.Prompt}
+	return nil
 }
 
-// editedFile is the file an editing tool call names (write, edit, patch
-// tools take "filePath").
-func editedFile(tool string, input json.RawMessage) string {
+// editedFile is the file an editing tool call names (write and edit take
+// "filePath"); it is read even from arguments encoding/json decodes with
+// a type error in another key.
+func editedFile(tool string, in toolInput) string {
 	switch tool {
 	case "write", "edit":
-	default:
-		return ""
+		return in.FilePath
 	}
-	var in struct {
-		FilePath string `json:"filePath"`
-	}
-	_ = json.Unmarshal(input, &in)
-	return in.FilePath
+	return ""
 }
 
 func msTime(ms int64) time.Time {
