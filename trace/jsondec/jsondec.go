@@ -448,8 +448,12 @@ func hex4(data []byte, i int) (rune, bool) {
 // written and the offset of its value. An unknown key's value is checked
 // and skipped, but one that differs from a known key only in case is not
 // read (encoding/json would match it), nor is a key given twice
-// (encoding/json keeps the last, or merges objects).
+// (encoding/json keeps the last, or merges objects). It reads structs of
+// at most 64 keys.
 func Fields(data []byte, i int, keys []string, set func(k, v int) (int, bool)) (int, bool) {
+	if len(keys) > 64 {
+		return 0, false
+	}
 	var seen uint64
 	return Object(data, i, func(key []byte, v int) (int, bool) {
 		for k, name := range keys {
