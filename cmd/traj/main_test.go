@@ -10,13 +10,14 @@ import (
 
 // The tests that record real trajectories (the adversarial
 // agent and compilers, harness conformance, the disk cap, fork, Slurm)
-// run in parallel with each other, each in its own temporary store and
-// never through the process's environment or working folder, which only
-// the sequential tests change (go test runs every parallel top-level test
-// after the last sequential one). They mostly wait on their harnesses and
-// sandboxes; -parallel (2 on 2 cores) still bounds how many run at once,
-// so this only packs them: no test waits at another's tail with a slot
-// free.
+// and those that evaluate many trees (TestReplayCommands,
+// TestSampleReport) run in parallel with each other, each in its own
+// temporary store and never through the process's environment or working
+// folder, which only the sequential tests change (go test runs every
+// parallel top-level test after the last sequential one). They mostly
+// wait on their harnesses and sandboxes; -parallel (2 on 2 cores) still
+// bounds how many run at once, so this only packs them: no test waits at
+// another's tail with a slot free.
 
 // TestMain lets this test binary stand in for traj where a command runs
 // traj's own executable inside a sandbox (replay evaluate's evaluation

@@ -34,6 +34,7 @@ func traj(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestReplayCommands(t *testing.T) {
+	t.Parallel() // with the other long tests: see main_test.go
 	tj := replaytest.Build(t, "traj-cli", replaytest.AttributionScriptBreaking("for_loop"), 3, true)
 	st := storeWith(t, tj)
 	work := t.TempDir()
@@ -230,6 +231,7 @@ func TestReplayCommands(t *testing.T) {
 // renders the batch report. With TRAJ_REPORT_SAMPLE_DIR set it leaves the
 // store and report.html there (make report-png screenshots it).
 func TestSampleReport(t *testing.T) {
+	t.Parallel() // with the other long tests: see main_test.go
 	climb := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-climb", TurnSize: 4, TrajFields: true, EndReason: "solved", Model: "scripted/climber",
 		Changes: replaytest.ProgressScript(20, map[int][]string{
 			5: {"goto", "if_else"}, 7: {"while_sum"}, 9: {"do_while", "for_loop"}, 11: {"+for_loop"},
