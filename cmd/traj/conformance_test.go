@@ -32,15 +32,17 @@ var updateFixtures = flag.Bool("update", false, "re-record the reader fixtures i
 
 // conformanceCase is one harness the conformance test records with the
 // orchestrator's end-to-end task and its script for that harness, in
-// bwrap.
+// bwrap, and what the test checks of that script's run (nil: OpenCode's,
+// whose e2e.jsonl the orchestrator's end-to-end tests check).
 type conformanceCase struct {
 	agent, script string
+	run           *harnessRun
 }
 
 var conformanceCases = []conformanceCase{
-	{"opencode", "e2e.jsonl"},
-	{"claude-code", "e2e-claude-code.jsonl"},
-	{"codex", "e2e-codex.jsonl"},
+	{"opencode", "e2e.jsonl", nil},
+	{"claude-code", "e2e-claude-code.jsonl", &harnessRun{turnParts: []int{12, 12, 1}, subAgent: true, perCallUsage: true}},
+	{"codex", "e2e-codex.jsonl", &harnessRun{turnParts: []int{9, 13, 1}}},
 }
 
 // TestHarnessConformance is one body run over every harness: record a
@@ -53,7 +55,10 @@ var conformanceCases = []conformanceCase{
 // and its version; `traj report` lists it. The recorded trace is also the reader fixture of
 // sandbox/harness: its normalized shape must equal the committed one
 // (-update re-records it), so a fixture the writer no longer produces
-// fails here.
+// fails here. Claude Code and Codex run with a "real" API key
+// (--api-key-env) and their runs are checked in full by checkHarnessRun:
+// parts per turn, sub-agent, usage against the model-call record, the key
+// nowhere the harness or the record could show it.
 func TestHarnessConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records three real trajectories")
@@ -72,9 +77,17 @@ func TestHarnessConformance(t *testing.T) {
 			st := t.TempDir()
 			id := "conformance-" + h.agent
 			// From the repository's root, where the harnesses' npm folders are.
-			run := exec.Command(exe, "run", "--task", "orchestrator/testdata/tasks/e2e", "--agent", h.agent,
-				"--model", "scripted/demo", "--script", "orchestrator/testdata/"+h.script, "--max-parts", "100",
-				"--timeout", "3m", "--trajectory-id", id, "--store", st, "--sandbox", sandbox.ProviderBwrap, "--quiet")
+			args := []string{"run", "--task", "orchestrator/testdata/tasks/e2e", "--agent", h.agent,
+				"--model", "scripted/demo", "--script", "orchestrator/testdata/" + h.script, "--max-parts", "100",
+				"--timeout", "3m", "--trajectory-id", id, "--store", st, "--sandbox", sandbox.ProviderBwrap, "--quiet"}
+			run := exec.Command(exe, args...)
+			if h.run != nil {
+				// No disk image (TestDiskCap attacks it): the workspace
+				// stays readable after the run, for checkHarnessRun to
+				// read what the agent wrote of its environment.
+				run.Args = append(run.Args, "--api-key-env", e2eRealKeyEnv, "--disk", "off")
+				run.Env = append(os.Environ(), e2eRealKeyEnv+"="+e2eRealKey)
+			}
 			run.Dir = filepath.Join("..", "..")
 			out, err := run.CombinedOutput()
 			if _, missing := err.(*exec.ExitError); err != nil && !missing {
@@ -100,6 +113,9 @@ func TestHarnessConformance(t *testing.T) {
 			}
 
 			checkFixtureShape(t, h.agent, tr, dir, st)
+			if h.run != nil {
+				checkHarnessRun(t, *h.run, tr, st, id)
+			}
 
 			// traj trace show
 			code, showOut, errOut := traj(t, "trace", "show", dir)
@@ -138,6 +154,20 @@ func TestHarnessConformance(t *testing.T) {
 			}
 			if b, err := os.ReadFile(evalOut); err != nil || json.Unmarshal(b, &ev) != nil || ev.Commits == 0 {
 				t.Fatalf("evaluate evaluated no commit: %v", err)
+			}
+			if h.run != nil {
+				// Every part maps to a commit; the workspace at part 5
+				// has the build.sh the script writes first.
+				if n := partsToCommit(t, evalOut); n != h.run.total() {
+					t.Errorf("evaluate mapped %d parts to commits, want %d", n, h.run.total())
+				}
+				at5 := filepath.Join(t.TempDir(), "at5")
+				if code, o, e := traj(t, "replay", "checkout-part", id, "--store", st, "--part", "5", "--checkout-dest", at5); code != 0 {
+					t.Fatalf("checkout-part 5: code %d\n%s%s", code, o, e)
+				}
+				if _, err := os.Stat(filepath.Join(at5, "build.sh")); err != nil {
+					t.Errorf("build.sh missing at part 5: %v", err)
+				}
 			}
 
 			checkRerun(t, exe, st, id, tr, want.parts)
