@@ -133,11 +133,12 @@ func e2eRun(t *testing.T, maxParts int, events *bytes.Buffer) (*orchestrator.Res
 			password = strings.TrimSpace(string(b))
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Bounds, not expectations: generous, the recording tests run side by side.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	res, err := orchestrator.Run(ctx, orchestrator.Options{
 		Task: "testdata/tasks/e2e", Model: "scripted/demo", Script: "testdata/e2e.jsonl", MaxParts: maxParts,
-		Timeout: 2 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj,
+		Timeout: 5 * time.Minute, Store: work, AgentBin: bin, TrajBin: traj,
 		APIKeyEnvs: []string{keyEnv},
 		Reporter:   progress.Multi{progress.NewJSON(events), rep}, AbortGrace: 5 * time.Second,
 	})
