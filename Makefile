@@ -31,7 +31,7 @@ TRAJ_TESTS_DIR ?= $(abspath $(CURDIR)/../shared/fixtures)
 # Per package: cmd/traj and orchestrator record many real trajectories (three
 # harnesses x two sandbox providers, the adversarial compilers); 14m was too
 # short for them on 2 cores. The 20-minute make test target is not met today
-# (go test ./... about 31 minutes in the last CI run, see AGENTS.md).
+# (go test ./... 28-29.5 minutes in the last CI runs, see AGENTS.md).
 TEST_TIMEOUT ?= 50m
 BENCHTIME   ?= 1s
 
