@@ -68,16 +68,13 @@
 // load), and exports it again with nothing changed in 0.3–1.4 s.
 // BenchmarkExport runs `traj export` on a trajectory of 10,000 and
 // 50,000 parts (39 and 196 MB of trace), side by side with the binary
-// TRAJ_BASELINE_BIN names (here: the export before it read each part
-// once, on every core). Two runs under a load average of 5-7 (noisy):
-// Parquet 10k 0.99-1.57 s vs 2.0-2.5 s (1.6-2.1x), 50k 3.1-3.5 s vs
-// 8.7 s (2.5-2.8x); ATIF 10k 1.6-1.8 s vs 3.5-4.7 s (2.2-2.5x), 50k
-// 6.3 s vs 14.7-16.9 s (2.3-2.7x). On a quiet machine (load ~1.5) Parquet
-// 10k takes 0.54 s vs 1.5 s (2.8x; 0.9 vs 1.6 CPU-s) and 50k 1.26 s vs
-// 5.16 s (4.1x; 2.2 vs 5.2 CPU-s). Peak RSS stays about where it was
-// (Parquet 98-138 MB vs 110-152 MB, the row group being written; ATIF
-// 55-60 MB vs 41-44 MB: the batches in flight) and does not follow the
-// trace. Where the time goes: AGENTS.md ("The part index").
+// TRAJ_BASELINE_BIN names. On a quiet machine (load 0.5-1.6), against
+// the binary of the day export's 5x target was set, 3-6 runs each:
+// Parquet 10k 327-388 ms vs 1,406-1,575 ms (4.1-4.3x), 50k 891 ms vs
+// 5,946 ms (6.7x); ATIF 10k 550 ms vs 2,566 ms (4.7x), 50k 2,009 ms vs
+// 11,916 ms (5.9x). Peak RSS: Parquet 76-92 MB (was 93-121), ATIF 54-57
+// MB (was 35). Process start is about 65 ms of each run. RSS does not
+// follow the trace. Where the time goes: AGENTS.md ("The part index").
 //
 // # Parquet tables (schema version 1)
 //
