@@ -64,7 +64,7 @@ var inputCases = []string{
 	`{"filePath":"a.c","content":"#include <stdio.h>\nint main(){}\n"}`,
 	`{"command":"make test 2>&1 | tail","description":"run"}`,
 	`{"description":"d","prompt":"p","subagent_type":"general"}`,
-	`{"filePath":"a.c","replaceAll":"yes"}`, `{"filePath":5}`, `{"FILEPATH":"x"}`, `null`, ``, `{"truncated":true,"outputPath":"/tmp/o"}`,
+	`{"filePath":"a.c","replaceAll":"yes"}`, `{"filePath":5}`, `{"FILEPATH":"x"}`, `null`, ``, `{"truncated":true,"outputPath":"tool-output/prt_1"}`,
 	`{"truncated":1}`, `{"truncated":false,"outputPath":null}`,
 }
 
