@@ -50,16 +50,8 @@ func End(data []byte, i int) bool { return Space(data, i) == len(data) }
 // not read (ok false): encoding/json matches keys after unescaping and
 // case folding, which a caller comparing bytes would miss.
 func Object(data []byte, i int, member func(key []byte, v int) (int, bool)) (int, bool) {
-	i = Space(data, i)
-	if i >= len(data) || data[i] != '{' {
-		return 0, false
-	}
-	i = Space(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return i + 1, true
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
+	return members(data, i, '{', '}', func(i int) (int, bool) {
+		if data[i] != '"' {
 			return 0, false
 		}
 		k := i + 1
@@ -77,38 +69,33 @@ func Object(data []byte, i int, member func(key []byte, v int) (int, bool)) (int
 		if i >= len(data) || data[i] != ':' {
 			return 0, false
 		}
-		end, ok := member(key, Space(data, i+1))
-		if !ok {
-			return 0, false
-		}
-		i = Space(data, end)
-		if i >= len(data) {
-			return 0, false
-		}
-		switch data[i] {
-		case '}':
-			return i + 1, true
-		case ',':
-			i = Space(data, i+1)
-		default:
-			return 0, false
-		}
-	}
+		return member(key, Space(data, i+1))
+	})
 }
 
 // Array walks the array at data[i] like Object, calling elem with the
 // offset of each element.
 func Array(data []byte, i int, elem func(v int) (int, bool)) (int, bool) {
+	return members(data, i, '[', ']', elem)
+}
+
+// members walks the object or array at data[i] (open … close): the
+// brackets and the commas between members; member is called at each
+// member's first byte (i < len(data)) and returns where the member ends.
+func members(data []byte, i int, open, close byte, member func(i int) (int, bool)) (int, bool) {
 	i = Space(data, i)
-	if i >= len(data) || data[i] != '[' {
+	if i >= len(data) || data[i] != open {
 		return 0, false
 	}
 	i = Space(data, i+1)
-	if i < len(data) && data[i] == ']' {
+	if i < len(data) && data[i] == close {
 		return i + 1, true
 	}
 	for {
-		end, ok := elem(i)
+		if i >= len(data) {
+			return 0, false
+		}
+		end, ok := member(i)
 		if !ok {
 			return 0, false
 		}
@@ -117,7 +104,7 @@ func Array(data []byte, i int, elem func(v int) (int, bool)) (int, bool) {
 			return 0, false
 		}
 		switch data[i] {
-		case ']':
+		case close:
 			return i + 1, true
 		case ',':
 			i = Space(data, i+1)
