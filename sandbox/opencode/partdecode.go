@@ -15,56 +15,56 @@ import (
 // caller decodes raw with encoding/json from a zero Part. FuzzDecodePart
 // holds it to encoding/json.
 func decodePart(raw []byte, p *Part) bool {
-	end, ok := jsondec.Fields(raw, 0, partKeys, func(k, v int) (int, bool) {
-		var end int
-		ok := true
-		switch k {
-		case 0:
-			p.ID, end, ok = jsondec.String(raw, v)
-		case 1:
-			p.SessionID, end, ok = jsondec.String(raw, v)
-		case 2:
-			p.MessageID, end, ok = jsondec.String(raw, v)
-		case 3:
-			p.Type, end, ok = jsondec.String(raw, v)
-		case 4:
-			p.Text, end, ok = jsondec.String(raw, v)
-		case 5:
+	end, ok := jsondec.Fields(raw, 0, partKeys, func(key string, v int) (int, bool) {
+		switch key {
+		case "id":
+			return str(raw, v, &p.ID)
+		case "sessionID":
+			return str(raw, v, &p.SessionID)
+		case "messageID":
+			return str(raw, v, &p.MessageID)
+		case "type":
+			return str(raw, v, &p.Type)
+		case "text":
+			return str(raw, v, &p.Text)
+		case "time":
 			p.Time = &PartTime{}
-			end, ok = decodePartTime(raw, v, p.Time)
-		case 6:
-			p.Tool, end, ok = jsondec.String(raw, v)
-		case 7:
-			p.CallID, end, ok = jsondec.String(raw, v)
-		case 8:
+			return decodePartTime(raw, v, p.Time)
+		case "tool":
+			return str(raw, v, &p.Tool)
+		case "callID":
+			return str(raw, v, &p.CallID)
+		case "state":
 			p.State = &ToolState{}
-			end, ok = decodeToolState(raw, v, p.State)
-		case 9:
-			p.Reason, end, ok = jsondec.String(raw, v)
-		case 10:
+			return decodeToolState(raw, v, p.State)
+		case "reason":
+			return str(raw, v, &p.Reason)
+		case "tokens":
 			p.Tokens = &Tokens{}
-			end, ok = decodeTokens(raw, v, p.Tokens)
-		case 11:
-			var c float64
-			c, end, ok = jsondec.Float64(raw, v)
-			p.Cost = &c
-		case 12:
-			p.Hash, end, ok = jsondec.String(raw, v)
-		case 13:
+			return decodeTokens(raw, v, p.Tokens)
+		case "cost":
+			p.Cost = new(float64)
+			return num(raw, v, p.Cost)
+		case "hash":
+			return str(raw, v, &p.Hash)
+		case "files":
+			var end int
+			var ok bool
 			p.Files, end, ok = jsondec.Strings(raw, v)
+			return end, ok
 		}
-		return end, ok
+		return 0, false
 	})
 	return ok && jsondec.End(raw, end)
 }
 
-// partKeys are Part's JSON keys, in decodePart's order.
+// partKeys are Part's JSON keys.
 var partKeys = []string{"id", "sessionID", "messageID", "type", "text", "time", "tool", "callID", "state", "reason", "tokens", "cost", "hash", "files"}
 
 func decodePartTime(raw []byte, i int, t *PartTime) (int, bool) {
-	return jsondec.Fields(raw, i, []string{"start", "end"}, func(k, v int) (int, bool) {
+	return jsondec.Fields(raw, i, []string{"start", "end"}, func(key string, v int) (int, bool) {
 		n, end, ok := jsondec.Int64(raw, v)
-		if k == 0 {
+		if key == "start" {
 			t.Start = n
 		} else {
 			t.End = &n
@@ -74,56 +74,74 @@ func decodePartTime(raw []byte, i int, t *PartTime) (int, bool) {
 }
 
 func decodeToolState(raw []byte, i int, s *ToolState) (int, bool) {
-	return jsondec.Fields(raw, i, []string{"status", "input", "output", "error", "title", "metadata", "time"}, func(k, v int) (int, bool) {
-		var end int
-		ok := true
-		switch k {
-		case 0:
-			s.Status, end, ok = jsondec.String(raw, v)
-		case 1:
-			s.Input, end, ok = jsondec.Raw(raw, v)
-		case 2:
-			s.Output, end, ok = jsondec.String(raw, v)
-		case 3:
-			s.Error, end, ok = jsondec.String(raw, v)
-		case 4:
-			s.Title, end, ok = jsondec.String(raw, v)
-		case 5:
-			s.Metadata, end, ok = jsondec.Raw(raw, v)
-		case 6:
+	return jsondec.Fields(raw, i, []string{"status", "input", "output", "error", "title", "metadata", "time"}, func(key string, v int) (int, bool) {
+		switch key {
+		case "status":
+			return str(raw, v, &s.Status)
+		case "input":
+			return rawValue(raw, v, &s.Input)
+		case "output":
+			return str(raw, v, &s.Output)
+		case "error":
+			return str(raw, v, &s.Error)
+		case "title":
+			return str(raw, v, &s.Title)
+		case "metadata":
+			return rawValue(raw, v, &s.Metadata)
+		case "time":
 			s.Time = &PartTime{}
-			end, ok = decodePartTime(raw, v, s.Time)
+			return decodePartTime(raw, v, s.Time)
 		}
-		return end, ok
+		return 0, false
 	})
 }
 
 func decodeTokens(raw []byte, i int, t *Tokens) (int, bool) {
-	return jsondec.Fields(raw, i, []string{"total", "input", "output", "reasoning", "cache"}, func(k, v int) (int, bool) {
-		var end int
-		ok := true
-		switch k {
-		case 0:
-			t.Total, end, ok = jsondec.Float64(raw, v)
-		case 1:
-			t.Input, end, ok = jsondec.Float64(raw, v)
-		case 2:
-			t.Output, end, ok = jsondec.Float64(raw, v)
-		case 3:
-			t.Reasoning, end, ok = jsondec.Float64(raw, v)
-		case 4:
-			end, ok = jsondec.Fields(raw, v, []string{"read", "write"}, func(k, v int) (int, bool) {
-				f, end, ok := jsondec.Float64(raw, v)
-				if k == 0 {
-					t.Cache.Read = f
-				} else {
-					t.Cache.Write = f
+	return jsondec.Fields(raw, i, []string{"total", "input", "output", "reasoning", "cache"}, func(key string, v int) (int, bool) {
+		switch key {
+		case "total":
+			return num(raw, v, &t.Total)
+		case "input":
+			return num(raw, v, &t.Input)
+		case "output":
+			return num(raw, v, &t.Output)
+		case "reasoning":
+			return num(raw, v, &t.Reasoning)
+		case "cache":
+			return jsondec.Fields(raw, v, []string{"read", "write"}, func(key string, v int) (int, bool) {
+				if key == "read" {
+					return num(raw, v, &t.Cache.Read)
 				}
-				return end, ok
+				return num(raw, v, &t.Cache.Write)
 			})
 		}
-		return end, ok
+		return 0, false
 	})
+}
+
+// str, num, flag and rawValue decode the value at raw[v] into dst.
+func str(raw []byte, v int, dst *string) (int, bool) {
+	s, end, ok := jsondec.String(raw, v)
+	*dst = s
+	return end, ok
+}
+
+func num(raw []byte, v int, dst *float64) (int, bool) {
+	f, end, ok := jsondec.Float64(raw, v)
+	*dst = f
+	return end, ok
+}
+
+func flag(raw []byte, v int, dst *bool) (int, bool) {
+	b, end, ok := jsondec.Bool(raw, v)
+	*dst = b
+	return end, ok
+}
+
+func rawValue(raw []byte, v int, dst *json.RawMessage) (int, bool) {
+	r, end, ok := jsondec.Raw(raw, v)
+	*dst = r
+	return end, ok
 }
 
 // toolInput is what traj reads of a built-in tool's arguments.
@@ -144,28 +162,26 @@ var toolInputKeys = []string{"filePath", "oldString", "newString", "replaceAll",
 // toolInput does (a write's content can be a whole file).
 func readToolInput(raw json.RawMessage) (toolInput, error) {
 	var in toolInput
-	end, ok := jsondec.Fields(raw, 0, toolInputKeys, func(k, v int) (int, bool) {
-		var end int
-		ok := true
-		switch k {
-		case 0:
-			in.FilePath, end, ok = jsondec.String(raw, v)
-		case 1:
-			in.OldString, end, ok = jsondec.String(raw, v)
-		case 2:
-			in.NewString, end, ok = jsondec.String(raw, v)
-		case 3:
-			in.ReplaceAll, end, ok = jsondec.Bool(raw, v)
-		case 4:
-			in.Content, end, ok = jsondec.String(raw, v)
-		case 5:
-			in.Command, end, ok = jsondec.String(raw, v)
-		case 6:
-			in.Description, end, ok = jsondec.String(raw, v)
-		case 7:
-			in.Prompt, end, ok = jsondec.String(raw, v)
+	end, ok := jsondec.Fields(raw, 0, toolInputKeys, func(key string, v int) (int, bool) {
+		switch key {
+		case "filePath":
+			return str(raw, v, &in.FilePath)
+		case "oldString":
+			return str(raw, v, &in.OldString)
+		case "newString":
+			return str(raw, v, &in.NewString)
+		case "replaceAll":
+			return flag(raw, v, &in.ReplaceAll)
+		case "content":
+			return str(raw, v, &in.Content)
+		case "command":
+			return str(raw, v, &in.Command)
+		case "description":
+			return str(raw, v, &in.Description)
+		case "prompt":
+			return str(raw, v, &in.Prompt)
 		}
-		return end, ok
+		return 0, false
 	})
 	if ok && jsondec.End(raw, end) {
 		return in, nil
@@ -185,15 +201,11 @@ type toolMetadata struct {
 // readMetadata decodes metadata as json.Unmarshal into toolMetadata does.
 func readMetadata(raw json.RawMessage) (toolMetadata, error) {
 	var md toolMetadata
-	end, ok := jsondec.Fields(raw, 0, []string{"truncated", "outputPath"}, func(k, v int) (int, bool) {
-		var end int
-		ok := true
-		if k == 0 {
-			md.Truncated, end, ok = jsondec.Bool(raw, v)
-		} else {
-			md.OutputPath, end, ok = jsondec.String(raw, v)
+	end, ok := jsondec.Fields(raw, 0, []string{"truncated", "outputPath"}, func(key string, v int) (int, bool) {
+		if key == "truncated" {
+			return flag(raw, v, &md.Truncated)
 		}
-		return end, ok
+		return str(raw, v, &md.OutputPath)
 	})
 	if ok && jsondec.End(raw, end) {
 		return md, nil

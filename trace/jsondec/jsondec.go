@@ -431,13 +431,13 @@ func hex4(data []byte, i int) (rune, bool) {
 }
 
 // Fields walks the object at data[i] as encoding/json fills a struct
-// whose JSON keys are keys: set is called with the index of a key as
-// written and the offset of its value. An unknown key's value is checked
+// whose JSON keys are keys: set is called with the key (as keys spells
+// it) and the offset of its value. An unknown key's value is checked
 // and skipped, but one that differs from a known key only in case is not
 // read (encoding/json would match it), nor is a key given twice
 // (encoding/json keeps the last, or merges objects). It reads structs of
 // at most 64 keys.
-func Fields(data []byte, i int, keys []string, set func(k, v int) (int, bool)) (int, bool) {
+func Fields(data []byte, i int, keys []string, set func(key string, v int) (int, bool)) (int, bool) {
 	if len(keys) > 64 {
 		return 0, false
 	}
@@ -449,7 +449,7 @@ func Fields(data []byte, i int, keys []string, set func(k, v int) (int, bool)) (
 					return 0, false
 				}
 				seen |= 1 << k
-				return set(k, v)
+				return set(name, v)
 			}
 		}
 		for _, name := range keys {
