@@ -127,13 +127,7 @@ func TestHarnessesKillResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var u trace.Usage
-			for _, turn := range tr.Turns {
-				for i := range turn.Parts {
-					u.AddPart(&turn.Parts[i])
-				}
-			}
-			u.End(tr.SessionEnd)
+			u := tr.Usage()
 			if got := u.Tokens(); got == nil || got.Total() > tot.Tokens.Total() {
 				t.Errorf("trace tokens %+v exceed the model-call record's %+v", got, tot.Tokens)
 			}

@@ -48,3 +48,15 @@ func (u *Usage) Cost() *float64 {
 	}
 	return u.cost
 }
+
+// Usage totals a whole trace read into memory.
+func (t *Trace) Usage() *Usage {
+	u := &Usage{}
+	for _, turn := range t.Turns {
+		for i := range turn.Parts {
+			u.AddPart(&turn.Parts[i])
+		}
+	}
+	u.End(t.SessionEnd)
+	return u
+}

@@ -41,3 +41,21 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceUsage: a trace's Usage is its parts' sum, or session_end's
+// totals when it has them.
+func TestTraceUsage(t *testing.T) {
+	c := 0.5
+	tr := &Trace{Turns: []Turn{{Parts: []Part{{Tokens: &Tokens{Input: 3}}, {Tokens: &Tokens{Output: 2}, Cost: &c}}}}}
+	u := tr.Usage()
+	if got := u.Tokens(); got == nil || *got != (Tokens{Input: 3, Output: 2}) {
+		t.Errorf("parts' tokens %+v", got)
+	}
+	if got := u.Cost(); got == nil || *got != 0.5 {
+		t.Errorf("parts' cost %v", got)
+	}
+	tr.SessionEnd = &SessionEnd{Tokens: &Tokens{Input: 10}}
+	if got := tr.Usage().Tokens(); got == nil || *got != (Tokens{Input: 10}) {
+		t.Errorf("with session_end totals: %+v", got)
+	}
+}

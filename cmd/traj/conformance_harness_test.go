@@ -61,13 +61,7 @@ func checkHarnessRun(t *testing.T, h harnessRun, tr *trace.Trace, st, id string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var u trace.Usage
-	for _, turn := range tr.Turns {
-		for i := range turn.Parts {
-			u.AddPart(&turn.Parts[i])
-		}
-	}
-	u.End(tr.SessionEnd)
+	u := tr.Usage()
 	if got := u.Tokens(); got == nil || *got != tot.Tokens || tot.Calls < total/2 {
 		t.Errorf("trace tokens %+v, model-call record %+v over %d calls", got, tot.Tokens, tot.Calls)
 	}
