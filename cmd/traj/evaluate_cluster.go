@@ -303,6 +303,28 @@ type ReplayEvaluateTaskCmd struct {
 	TaskCount int    `name:"tasks" required:"" help:"Tasks sharing the trees file."`
 	Index     int    `help:"This task's index (default: SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)." default:"-1"`
 	ReportDir string `name:"report-dir" type:"path" help:"Write task-<index>.json (counts, error) here when done."`
+	// FaultHalt is failure injection for the cluster tests: task T halts
+	// after N trees and waits to be killed, so a test can cancel a task
+	// part-way without racing its next tree.
+	FaultHalt string `name:"fault-halt" hidden:"" env:"TRAJ_FAULT_TASK_HALT" help:"Failure injection: T:N makes task T stop after N trees and wait to be killed."`
+}
+
+// faultHalt parses --fault-halt: how many trees task idx evaluates before
+// it halts, 0 when it does not.
+func faultHalt(spec string, idx int) (int, error) {
+	if spec == "" {
+		return 0, nil
+	}
+	task, trees, ok := strings.Cut(spec, ":")
+	t, terr := strconv.Atoi(task)
+	n, nerr := strconv.Atoi(trees)
+	if !ok || terr != nil || nerr != nil || t < 0 || n < 1 {
+		return 0, fmt.Errorf("--fault-halt %q: want TASK:TREES, e.g. 1:1", spec)
+	}
+	if t != idx {
+		return 0, nil
+	}
+	return n, nil
 }
 
 func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
@@ -325,6 +347,10 @@ func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
+	halt, err := faultHalt(c.FaultHalt, idx)
+	if err != nil {
+		return &exitError{2, err}
+	}
 	t, err := c.openWith(ctx, g, source.Request{Read: source.TraceHeader, LazyHistory: true})
 	if err != nil {
 		return err
@@ -337,6 +363,11 @@ func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
 	opts.Progress = func(p replay.Progress) {
 		if p.Commit != "" {
 			fmt.Fprintf(g.Stderr, "task %d: %d/%d trees done (commit %s)\n", idx, p.Done, p.Total, p.Commit)
+		}
+		if halt > 0 && p.Done >= halt {
+			// The worker calls Progress before it takes its next tree.
+			fmt.Fprintf(g.Stderr, "task %d: halted after %d trees (--fault-halt): waiting to be killed\n", idx, p.Done)
+			<-ctx.Done()
 		}
 	}
 	parts, commits, err := replay.PartCommitsAt(t.TracePath)

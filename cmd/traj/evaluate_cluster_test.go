@@ -40,8 +40,9 @@ func (s *syncBuffer) String() string {
 // TestEvaluateOnSlurm: `traj replay evaluate --executor slurm` on a real
 // single-node Slurm. A trajectory of 6 distinct trees goes to an array of
 // 3 tasks (2 trees each, every tree built and tested in evalbox's
-// sandboxes by the real traj binary); task 1 is cancelled with scancel
-// after its first tree. The command reports the task and the tree
+// sandboxes by the real traj binary); task 1 halts after its first tree
+// (--fault-halt, so the cancel cannot race its second tree) and is
+// cancelled with scancel. The command reports the task and the tree
 // missing; a rerun submits 1 task for that tree only (held, and that run
 // is stopped while it waits: the array goes on), the next run waits for
 // that array instead of submitting again and writes the report with every
@@ -65,10 +66,10 @@ func TestEvaluateOnSlurm(t *testing.T) {
 	copyInto(t, st, tj)
 	out := filepath.Join(dir, "eval.json")
 	work := out + ".tasks"
-	evaluate := func(stderr *syncBuffer, more ...string) *exec.Cmd {
+	evaluate := func(stderr *syncBuffer, env []string, more ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"replay", "evaluate", tj.ID, "--store", st, "--tests", "basics/control_flow", "--output", out,
 			"--executor", "slurm", "--tasks", "3", "--workers", "1", "--poll", "250ms", "--slurm-opt=--cpus-per-task=1"}, more...)...)
-		cmd.Env = append(os.Environ(), c.Env...)
+		cmd.Env = append(append(os.Environ(), c.Env...), env...)
 		cmd.Dir = dir
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		return cmd
@@ -93,9 +94,10 @@ func TestEvaluateOnSlurm(t *testing.T) {
 		return r
 	}
 
-	// First run: cancel task 1 once it has cached its first tree.
+	// First run: task 1 halts once it has cached its first tree (sbatch
+	// hands the tasks this environment) and is cancelled there.
 	var first syncBuffer
-	cmd := evaluate(&first)
+	cmd := evaluate(&first, []string{"TRAJ_FAULT_TASK_HALT=1:1"})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +109,9 @@ func TestEvaluateOnSlurm(t *testing.T) {
 		t.Fatalf("first submission %+v, want 3 tasks for 6 trees", sub)
 	}
 	victim := sub.JobID + "_1"
-	slurmtest.WaitFor(t, 5*time.Minute, "task 1 to finish a tree", func() bool {
+	slurmtest.WaitFor(t, 5*time.Minute, "task 1 to halt after a tree", func() bool {
 		log, _ := os.ReadFile(evalarray.LogPath(sub.Dir, 1))
-		return strings.Contains(string(log), "task 1: 1/2 trees done")
+		return strings.Contains(string(log), "task 1: 1/2 trees done") && strings.Contains(string(log), "task 1: halted after 1 trees")
 	})
 	if out, err := c.Run("scancel", victim); err != nil {
 		t.Fatalf("scancel %s: %v %s", victim, err, out)
@@ -141,7 +143,7 @@ func TestEvaluateOnSlurm(t *testing.T) {
 	// Second run: only the missing tree, in one task, held in the queue;
 	// the run is stopped while it waits.
 	var second syncBuffer
-	cmd = evaluate(&second, "--slurm-opt=--hold")
+	cmd = evaluate(&second, nil, "--slurm-opt=--hold")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestEvaluateOnSlurm(t *testing.T) {
 
 	// Third run: waits for the held array rather than submitting again.
 	var third syncBuffer
-	cmd = evaluate(&third)
+	cmd = evaluate(&third, nil)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func TestEvaluateOnSlurm(t *testing.T) {
 
 	// Last run: nothing to submit.
 	var last syncBuffer
-	err = evaluate(&last).Run()
+	err = evaluate(&last, nil).Run()
 	t.Logf("last run:\n%s", last.String())
 	if err != nil || !strings.Contains(last.String(), "every one in the evaluation cache: nothing to submit") || len(submissions()) != 2 {
 		t.Fatalf("last run: %v, %d submissions", err, len(submissions()))
@@ -243,5 +245,31 @@ func TestEvaluateKubeManifest(t *testing.T) {
 	}
 	if n := strings.Count(y[strings.Index(y, "trees: |"):strings.Index(y, "---")], "\n    "); n != 6 {
 		t.Errorf("the trees file lists %d trees, want 6:\n%s", n, y)
+	}
+}
+
+// TestFaultHalt: --fault-halt names one task and a tree count; anything
+// else is refused, so a misspelt injection cannot pass for no injection.
+func TestFaultHalt(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		idx  int
+		want int
+		bad  bool
+	}{
+		{"", 1, 0, false},
+		{"1:1", 1, 1, false},
+		{"1:3", 0, 0, false},
+		{"0:2", 0, 2, false},
+		{"1", 1, 0, true},
+		{"1:0", 1, 0, true},
+		{"-1:1", 1, 0, true},
+		{"a:1", 1, 0, true},
+		{"1:x", 1, 0, true},
+	} {
+		got, err := faultHalt(tc.spec, tc.idx)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("faultHalt(%q, %d) = %d, %v; want %d, error %v", tc.spec, tc.idx, got, err, tc.want, tc.bad)
+		}
 	}
 }
