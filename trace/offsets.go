@@ -45,7 +45,7 @@ type ScanFrom struct {
 }
 
 // scanChunk is the read size of ScanOffsets.
-const scanChunk = 1 << 20
+const scanChunk = 256 << 10
 
 // ScanOffsets walks the trace in f (size bytes) from from, calling v. It
 // reads through a window that grows to hold the value being read, so its

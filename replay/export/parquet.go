@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -106,6 +107,34 @@ func (t *tableFile[T]) finish() error {
 
 func (t *tableFile[T]) commit() error { return t.f.Commit() }
 
+// tableCloser is a tableFile of any row type.
+type tableCloser interface {
+	finish() error
+	commit() error
+	abort()
+}
+
+// eachFile runs fn on every file at once and returns the first error (in
+// the files' order).
+func eachFile(files []tableCloser, fn func(tableCloser) error) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(f)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *tableFile[T]) abort() { t.f.Abort() }
 
 // parquetExport writes the tables of one trajectory (one file each).
@@ -138,11 +167,7 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 	}
 	e := &parquetExport{in: in, opts: opts, sessions: newSessionMap(), models: map[string]string{}, trees: map[string]string{}}
 	var err error
-	var files []interface {
-		finish() error
-		commit() error
-		abort()
-	}
+	var files []tableCloser
 	defer func() {
 		if err != nil {
 			for _, f := range files {
@@ -184,15 +209,13 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 	if err = e.traj.add(e.row, 0); err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		if err = f.finish(); err != nil {
-			return nil, err
-		}
+	// The files are closed, then committed, all at once: each close
+	// compresses its last pages, each commit waits on its fsyncs.
+	if err = eachFile(files, func(f tableCloser) error { return f.finish() }); err != nil {
+		return nil, err
 	}
-	for _, f := range files {
-		if err = f.commit(); err != nil {
-			return nil, fmt.Errorf("write the export of %s: %w", in.id, err)
-		}
+	if err = eachFile(files, func(f tableCloser) error { return f.commit() }); err != nil {
+		return nil, fmt.Errorf("write the export of %s: %w", in.id, err)
 	}
 	return map[string]int64{
 		TableTrajectories: e.traj.rows, TableParts: e.parts.rows,
