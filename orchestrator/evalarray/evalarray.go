@@ -36,9 +36,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace/atomicfile"
@@ -288,7 +285,7 @@ type Kube struct {
 	// TaskArgs follow `traj` in each pod; "--trees FILE --tasks N" are
 	// added.
 	TaskArgs  []string
-	Resources corev1.ResourceRequirements
+	Resources scheduler.Resources
 }
 
 // KubeManifest is a ConfigMap holding the trees file and an Indexed Job
@@ -303,14 +300,14 @@ func KubeManifest(k Kube) ([]byte, error) {
 	tasks := min(max(k.Tasks, 1), len(k.Trees))
 	name := scheduler.KubeName("traj-evaluate-" + k.Name)
 	labels := map[string]string{"app.kubernetes.io/name": "traj", "app.kubernetes.io/component": "evaluate", "traj.dev/trajectory": scheduler.KubeName(k.Name)}
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-trees", Namespace: k.Namespace, Labels: labels},
+	cm := &scheduler.ConfigMap{
+		TypeMeta:   scheduler.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: scheduler.ObjectMeta{Name: name + "-trees", Namespace: k.Namespace, Labels: labels},
 		Data:       map[string]string{TreesName: strings.Join(k.Trees, "\n") + "\n"},
 	}
 	const dir = "/etc/traj"
 	vol, mount := scheduler.ConfigMapVolume("trees", cm.Name, dir)
-	volumes, mounts := []corev1.Volume{vol}, []corev1.VolumeMount{mount}
+	volumes, mounts := []scheduler.Volume{vol}, []scheduler.VolumeMount{mount}
 	if k.StoreClaim != "" {
 		vol, mount := scheduler.StoreClaim(k.StoreClaim)
 		volumes, mounts = append(volumes, vol), append(mounts, mount)

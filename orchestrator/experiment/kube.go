@@ -2,12 +2,6 @@ package experiment
 
 import (
 	"os"
-	"strconv"
-
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/trace/store/location"
@@ -29,8 +23,8 @@ const (
 
 // KubeObjects are the typed objects of an experiment's manifest.
 type KubeObjects struct {
-	ConfigMap *corev1.ConfigMap
-	Job       *batchv1.Job
+	ConfigMap *scheduler.ConfigMap
+	Job       *scheduler.Job
 }
 
 // KubeManifest builds the experiment's ConfigMap and Indexed Job. specText
@@ -47,9 +41,9 @@ func KubeManifest(s *Spec, specText []byte) (*KubeObjects, error) {
 	}
 	name := scheduler.KubeName("traj-" + s.Name)
 	labels := map[string]string{"app.kubernetes.io/name": "traj", "app.kubernetes.io/component": "experiment", "traj.dev/experiment": scheduler.KubeName(s.Name)}
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-spec", Namespace: k.Namespace, Labels: labels},
+	cm := &scheduler.ConfigMap{
+		TypeMeta:   scheduler.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: scheduler.ObjectMeta{Name: name + "-spec", Namespace: k.Namespace, Labels: labels},
 		Data:       map[string]string{specFileName: string(specText)},
 	}
 	cells := len(s.Cells())
@@ -62,7 +56,7 @@ func KubeManifest(s *Spec, specText []byte) (*KubeObjects, error) {
 	perIndex := int32(s.Relaunch.MaxAttempts)
 	args := []string{"experiment", "task", specMountDir + "/" + specFileName}
 	vol, mount := scheduler.ConfigMapVolume("spec", cm.Name, specMountDir)
-	volumes, mounts := []corev1.Volume{vol}, []corev1.VolumeMount{mount}
+	volumes, mounts := []scheduler.Volume{vol}, []scheduler.VolumeMount{mount}
 	if local {
 		args = append(args, "--store", StoreMountPath)
 		vol, mount := scheduler.StoreClaim(k.StoreClaim)
@@ -89,22 +83,22 @@ func KubeManifest(s *Spec, specText []byte) (*KubeObjects, error) {
 func (o *KubeObjects) YAML() ([]byte, error) { return scheduler.YAML(o.ConfigMap, o.Job) }
 
 // podResources are a pod's requests and limits from the spec's limits.
-func podResources(s *Spec) (corev1.ResourceRequirements, error) {
-	res := corev1.ResourceRequirements{}
+func podResources(s *Spec) (scheduler.Resources, error) {
+	res := scheduler.Resources{}
 	if s.Limits.CPUs > 0 || s.Limits.Memory != "" {
-		res.Requests, res.Limits = corev1.ResourceList{}, corev1.ResourceList{}
+		res.Requests, res.Limits = map[string]string{}, map[string]string{}
 	}
 	if s.Limits.CPUs > 0 {
-		q := resource.MustParse(strconv.Itoa(s.Limits.CPUs))
-		res.Requests[corev1.ResourceCPU], res.Limits[corev1.ResourceCPU] = q, q
+		q := scheduler.CPUQuantity(s.Limits.CPUs)
+		res.Requests[scheduler.ResourceCPU], res.Limits[scheduler.ResourceCPU] = q, q
 	}
 	if s.Limits.Memory != "" {
 		m, err := ParseMemory(s.Limits.Memory)
 		if err != nil {
 			return res, err
 		}
-		q := *resource.NewQuantity(m, resource.BinarySI)
-		res.Requests[corev1.ResourceMemory], res.Limits[corev1.ResourceMemory] = q, q
+		q := scheduler.MemoryQuantity(m)
+		res.Requests[scheduler.ResourceMemory], res.Limits[scheduler.ResourceMemory] = q, q
 	}
 	return res, nil
 }

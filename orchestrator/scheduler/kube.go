@@ -8,9 +8,6 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Kubernetes: a manifest, not a client. Pod i of an Indexed Job runs
@@ -30,9 +27,9 @@ type IndexedJob struct {
 	// Completions is the number of indices; Parallelism how many run at
 	// once; BackoffPerIndex how often a failed index is retried.
 	Completions, Parallelism, BackoffPerIndex int32
-	Volumes                                   []corev1.Volume
-	Mounts                                    []corev1.VolumeMount
-	Resources                                 corev1.ResourceRequirements
+	Volumes                                   []Volume
+	Mounts                                    []VolumeMount
+	Resources                                 Resources
 	// Secret is a Secret whose keys become the pods' environment.
 	Secret string
 	// Deadline bounds the whole job, in seconds (0: none).
@@ -40,30 +37,30 @@ type IndexedJob struct {
 }
 
 // Job is the batch/v1 Job.
-func (j IndexedJob) Job() *batchv1.Job {
-	mode := batchv1.IndexedCompletion
+func (j IndexedJob) Job() *Job {
+	mode := CompletionIndexed
 	completions, parallelism, backoff := j.Completions, j.Parallelism, j.BackoffPerIndex
-	container := corev1.Container{
+	container := Container{
 		Name: "traj", Image: j.Image, Command: []string{"traj"}, Args: j.Args,
 		VolumeMounts: j.Mounts, Resources: j.Resources,
-		Env: []corev1.EnvVar{{Name: "TRAJ_LOG_LEVEL", Value: "info"}},
+		Env: []EnvVar{{Name: "TRAJ_LOG_LEVEL", Value: "info"}},
 	}
 	if j.Secret != "" {
-		container.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: j.Secret}}}}
+		container.EnvFrom = []EnvFrom{{SecretRef: &LocalObjectReference{Name: j.Secret}}}
 	}
-	job := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: j.Labels},
-		Spec: batchv1.JobSpec{
+	job := &Job{
+		TypeMeta:   TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: j.Labels},
+		Spec: JobSpec{
 			CompletionMode:       &mode,
 			Completions:          &completions,
 			Parallelism:          &parallelism,
 			BackoffLimitPerIndex: &backoff,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: j.Labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{container},
+			Template: PodTemplateSpec{
+				ObjectMeta: ObjectMeta{Labels: j.Labels},
+				Spec: PodSpec{
+					RestartPolicy: RestartNever,
+					Containers:    []Container{container},
 					Volumes:       j.Volumes,
 				},
 			},
@@ -78,17 +75,15 @@ func (j IndexedJob) Job() *batchv1.Job {
 
 // StoreClaim is the volume and mount of a folder store's
 // PersistentVolumeClaim, mounted at StoreMountPath.
-func StoreClaim(claim string) (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: "store", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}},
-		corev1.VolumeMount{Name: "store", MountPath: StoreMountPath}
+func StoreClaim(claim string) (Volume, VolumeMount) {
+	return Volume{Name: "store", PersistentVolumeClaim: &PersistentVolumeClaim{ClaimName: claim}},
+		VolumeMount{Name: "store", MountPath: StoreMountPath}
 }
 
 // ConfigMapVolume is the volume and read-only mount of ConfigMap name at dir.
-func ConfigMapVolume(volume, name, dir string) (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
-		corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true}
+func ConfigMapVolume(volume, name, dir string) (Volume, VolumeMount) {
+	return Volume{Name: volume, ConfigMap: &LocalObjectReference{Name: name}},
+		VolumeMount{Name: volume, MountPath: dir, ReadOnly: true}
 }
 
 var dnsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
