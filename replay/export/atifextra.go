@@ -24,7 +24,11 @@ func marshalPartExtra(p *trace.Part, turns []trace.Turn, turn int) ([]byte, erro
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// Sized for the verbatim values (most of the bytes): growing a
+	// buffer of a few KB by doubling cleared and copied it part by part.
+	size := 512 + len(p.Content) + rawLen(p.OtherParts) + rawLen(p.Sessions) + rawLen(p.NewMessages)
 	var b bytes.Buffer
+	b.Grow(size)
 	b.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {
@@ -42,6 +46,15 @@ func marshalPartExtra(p *trace.Part, turns []trace.Turn, turn int) ([]byte, erro
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// rawLen is the bytes of a list of verbatim values.
+func rawLen(rs []json.RawMessage) int {
+	n := 0
+	for _, r := range rs {
+		n += len(r) + 1
+	}
+	return n
 }
 
 func writeValue(b *bytes.Buffer, v any) error {
@@ -86,26 +99,59 @@ func writeRaw(b *bytes.Buffer, r json.RawMessage) error {
 
 // canonicalJSON says json.Marshal writes the valid JSON r unchanged: no
 // white space outside its strings, nothing it escapes for HTML (<, >, &,
-// U+2028, U+2029).
+// U+2028, U+2029). Most of r is string content (a tool's output), so it
+// is searched a byte value at a time (bytes.IndexByte) rather than walked
+// byte by byte.
 func canonicalJSON(r []byte) bool {
-	in := false
-	for i := 0; i < len(r); i++ {
-		switch c := r[i]; c {
-		case '"':
-			in = !in
-		case '\\':
-			i++ // inside a string: the escaped byte is never one of these
-		case '<', '>', '&':
+	for _, c := range []byte{'<', '>', '&'} {
+		if bytes.IndexByte(r, c) >= 0 {
 			return false
-		case 0xE2:
-			if i+2 < len(r) && r[i+1] == 0x80 && r[i+2]&^1 == 0xA8 {
-				return false
-			}
-		case ' ', '\t', '\n', '\r':
-			if !in {
+		}
+	}
+	for i := 0; ; {
+		k := bytes.IndexByte(r[i:], 0xE2)
+		if k < 0 {
+			break
+		}
+		i += k
+		if i+2 < len(r) && r[i+1] == 0x80 && r[i+2]&^1 == 0xA8 {
+			return false
+		}
+		i++
+	}
+	// White space: only between strings. From quote to quote; a string
+	// ends at a quote after an even run of backslashes.
+	for i := 0; i < len(r); {
+		q := bytes.IndexByte(r[i:], '"')
+		outside := r[i:]
+		if q >= 0 {
+			outside = r[i : i+q]
+		}
+		for _, c := range outside {
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 				return false
 			}
 		}
+		if q < 0 {
+			break
+		}
+		j := i + q + 1
+		for {
+			e := bytes.IndexByte(r[j:], '"')
+			if e < 0 {
+				return true // unterminated: not valid JSON, never given
+			}
+			j += e
+			n := 0
+			for n < j && r[j-1-n] == '\\' {
+				n++
+			}
+			if n%2 == 0 {
+				break
+			}
+			j++
+		}
+		i = j + 1
 	}
 	return true
 }
