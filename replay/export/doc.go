@@ -68,13 +68,14 @@
 // load), and exports it again with nothing changed in 0.3–1.4 s.
 // BenchmarkExport runs `traj export` on a trajectory of 10,000 and
 // 50,000 parts (39 and 196 MB of trace), side by side with the binary
-// TRAJ_BASELINE_BIN names. On a quiet machine (load 0.5-1.6), against
-// the binary of the day export's 5x target was set, 3-6 runs each:
-// Parquet 10k 327-388 ms vs 1,406-1,575 ms (4.1-4.3x), 50k 891 ms vs
-// 5,946 ms (6.7x); ATIF 10k 550 ms vs 2,566 ms (4.7x), 50k 2,009 ms vs
-// 11,916 ms (5.9x). Peak RSS: Parquet 76-92 MB (was 93-121), ATIF 54-57
-// MB (was 35). Process start is about 65 ms of each run. RSS does not
-// follow the trace. Where the time goes: AGENTS.md ("The part index").
+// TRAJ_BASELINE_BIN names. On a quiet machine (load 1-2), against the
+// binary of the day export's 5x target was set, 5 runs each: Parquet
+// 10k 312-321 ms vs 1,395-1,478 ms (4.5-4.6x), 50k 691-730 ms vs
+// 5,369-5,965 ms (7.8-8.2x); ATIF 10k 524 ms vs 2,495 ms (4.8x), 50k
+// 1,982 ms vs 12,458 ms (6.3x). Peak RSS: Parquet 72-88 MB (was
+// 97-131), ATIF 48-51 MB (was 34). Process start is about 60 ms of each
+// run. RSS does not follow the trace. Where the time goes: AGENTS.md
+// ("The part index").
 //
 // # Parquet tables (schema version 1)
 //
