@@ -125,6 +125,14 @@ func skipString(data []byte, i int) (int, error) {
 	return 0, errShort
 }
 
+// StringEnd returns the offset after the JSON string starting at data[i]
+// (a quote), jumping from quote to quote as the walk does; it does not
+// check the string's escapes. ok is false when the string is not closed.
+func StringEnd(data []byte, i int) (end int, ok bool) {
+	end, err := skipString(data, i)
+	return end, err == nil
+}
+
 // skipValue returns the offset after the value starting at data[i].
 func skipValue(data []byte, i int) (int, error) {
 	if i >= len(data) {

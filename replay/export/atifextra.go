@@ -26,7 +26,8 @@ func marshalPartExtra(p *trace.Part, turns []trace.Turn, turn int) ([]byte, erro
 	slices.Sort(keys)
 	// Sized for the verbatim values (most of the bytes): growing a
 	// buffer of a few KB by doubling cleared and copied it part by part.
-	size := 512 + len(p.Content) + rawLen(p.OtherParts) + rawLen(p.Sessions) + rawLen(p.NewMessages)
+	size := 512 + len(p.Content) + sumLen(p.OtherParts) + sumLen(p.Sessions) + sumLen(p.NewMessages) +
+		len(p.OtherParts) + len(p.Sessions) + len(p.NewMessages)
 	var b bytes.Buffer
 	b.Grow(size)
 	b.WriteByte('{')
@@ -46,15 +47,6 @@ func marshalPartExtra(p *trace.Part, turns []trace.Turn, turn int) ([]byte, erro
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-// rawLen is the bytes of a list of verbatim values.
-func rawLen(rs []json.RawMessage) int {
-	n := 0
-	for _, r := range rs {
-		n += len(r) + 1
-	}
-	return n
 }
 
 func writeValue(b *bytes.Buffer, v any) error {
@@ -119,8 +111,7 @@ func canonicalJSON(r []byte) bool {
 		}
 		i++
 	}
-	// White space: only between strings. From quote to quote; a string
-	// ends at a quote after an even run of backslashes.
+	// White space: only between strings, found from quote to quote.
 	for i := 0; i < len(r); {
 		q := bytes.IndexByte(r[i:], '"')
 		outside := r[i:]
@@ -135,23 +126,11 @@ func canonicalJSON(r []byte) bool {
 		if q < 0 {
 			break
 		}
-		j := i + q + 1
-		for {
-			e := bytes.IndexByte(r[j:], '"')
-			if e < 0 {
-				return true // unterminated: not valid JSON, never given
-			}
-			j += e
-			n := 0
-			for n < j && r[j-1-n] == '\\' {
-				n++
-			}
-			if n%2 == 0 {
-				break
-			}
-			j++
+		end, ok := trace.StringEnd(r, i+q)
+		if !ok {
+			return true // unterminated: not valid JSON, never given
 		}
-		i = j + 1
+		i = end
 	}
 	return true
 }
@@ -195,7 +174,8 @@ func marshalEntry(ent *atifEntry, traj map[string]any, parts [][]byte) ([]byte, 
 	return append(out, b[n+1:]...), nil
 }
 
-func sumLen(parts [][]byte) int {
+// sumLen is the bytes of a list of byte slices (parts, raw values).
+func sumLen[T ~[]byte](parts []T) int {
 	n := 0
 	for _, p := range parts {
 		n += len(p)
