@@ -300,11 +300,7 @@ func KubeManifest(k Kube) ([]byte, error) {
 	tasks := min(max(k.Tasks, 1), len(k.Trees))
 	name := scheduler.KubeName("traj-evaluate-" + k.Name)
 	labels := map[string]string{"app.kubernetes.io/name": "traj", "app.kubernetes.io/component": "evaluate", "traj.dev/trajectory": scheduler.KubeName(k.Name)}
-	cm := &scheduler.ConfigMap{
-		TypeMeta:   scheduler.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: scheduler.ObjectMeta{Name: name + "-trees", Namespace: k.Namespace, Labels: labels},
-		Data:       map[string]string{TreesName: strings.Join(k.Trees, "\n") + "\n"},
-	}
+	cm := scheduler.NewConfigMap(name+"-trees", k.Namespace, labels, map[string]string{TreesName: strings.Join(k.Trees, "\n") + "\n"})
 	const dir = "/etc/traj"
 	vol, mount := scheduler.ConfigMapVolume("trees", cm.Name, dir)
 	volumes, mounts := []scheduler.Volume{vol}, []scheduler.VolumeMount{mount}

@@ -41,11 +41,7 @@ func KubeManifest(s *Spec, specText []byte) (*KubeObjects, error) {
 	}
 	name := scheduler.KubeName("traj-" + s.Name)
 	labels := map[string]string{"app.kubernetes.io/name": "traj", "app.kubernetes.io/component": "experiment", "traj.dev/experiment": scheduler.KubeName(s.Name)}
-	cm := &scheduler.ConfigMap{
-		TypeMeta:   scheduler.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: scheduler.ObjectMeta{Name: name + "-spec", Namespace: k.Namespace, Labels: labels},
-		Data:       map[string]string{specFileName: string(specText)},
-	}
+	cm := scheduler.NewConfigMap(name+"-spec", k.Namespace, labels, map[string]string{specFileName: string(specText)})
 	cells := len(s.Cells())
 	completions := int32(cells)
 	parallelism := int32(cells)

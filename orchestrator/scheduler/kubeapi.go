@@ -31,6 +31,12 @@ type ConfigMap struct {
 	Data       map[string]string `json:"data,omitempty"`
 }
 
+// NewConfigMap is the v1 ConfigMap name in namespace holding data.
+func NewConfigMap(name, namespace string, labels, data map[string]string) *ConfigMap {
+	return &ConfigMap{TypeMeta: TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Data: data}
+}
+
 // Job is a batch/v1 Job. Status is always empty (the API writes it).
 type Job struct {
 	TypeMeta   `json:",inline"`
