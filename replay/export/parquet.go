@@ -107,6 +107,8 @@ func (t *tableFile[T]) finish() error {
 
 func (t *tableFile[T]) commit() error { return t.f.Commit() }
 
+func (t *tableFile[T]) abort() { t.f.Abort() }
+
 // tableCloser is a tableFile of any row type.
 type tableCloser interface {
 	finish() error
@@ -134,8 +136,6 @@ func eachFile(files []tableCloser, fn func(tableCloser) error) error {
 	}
 	return nil
 }
-
-func (t *tableFile[T]) abort() { t.f.Abort() }
 
 // parquetExport writes the tables of one trajectory (one file each).
 type parquetExport struct {
