@@ -40,7 +40,10 @@ func TestSlurmArrayAndResubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "good.jsonl")
-	if err := os.WriteFile(script, []byte(goodScript), 0o644); err != nil {
+	if slurmScript == goodScript {
+		t.Fatal("slurmScript did not lengthen goodScript's second model call")
+	}
+	if err := os.WriteFile(script, []byte(slurmScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	runs := filepath.Join(dir, "runs")
@@ -173,6 +176,13 @@ evaluate:
 		t.Errorf("%d Slurm task logs, want 5 (4 + 1 resubmitted): %v", len(tasks), tasks)
 	}
 }
+
+// slurmScript is goodScript with a long second model call: the test
+// cancels task 3 once it has recorded a part, and with goodScript's 1.5 s
+// the task could reach its 6-part budget before scancel landed on a busy
+// machine (parts 1-3 come from the first call, 4-6 from the second).
+var slurmScript = strings.Replace(goodScript, `"Writing a note.","tools":[{"name":"write","args":{"filePath":"NOTES.md","content":"notes\n"}}],"delay_ms":1500`,
+	`"Writing a note.","tools":[{"name":"write","args":{"filePath":"NOTES.md","content":"notes\n"}}],"delay_ms":8000`, 1)
 
 func cellIDs(t *testing.T, specPath string) []string {
 	t.Helper()
