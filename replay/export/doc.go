@@ -68,13 +68,14 @@
 // load), and exports it again with nothing changed in 0.3–1.4 s.
 // BenchmarkExport runs `traj export` on a trajectory of 10,000 and
 // 50,000 parts (39 and 196 MB of trace), side by side with the binary
-// TRAJ_BASELINE_BIN names. On a quiet machine (load 1-2), against the
-// binary of the day export's 5x target was set, 5 runs each: Parquet
-// 10k 312-321 ms vs 1,395-1,478 ms (4.5-4.6x), 50k 691-730 ms vs
-// 5,369-5,965 ms (7.8-8.2x); ATIF 10k 524 ms vs 2,495 ms (4.8x), 50k
-// 1,982 ms vs 12,458 ms (6.3x). Peak RSS: Parquet 72-88 MB (was
-// 97-131), ATIF 48-51 MB (was 34). Process start is about 60 ms of each
-// run. RSS does not follow the trace. Where the time goes: AGENTS.md
+// TRAJ_BASELINE_BIN names: the binary of the day export's 5x target was
+// set, 5 runs each, quiet machine (load 1.3). Parquet 10k 201 ms vs
+// 1,595 ms (7.9x), 50k 758 ms vs 7,623 ms (10.1x); ATIF 10k 510 ms vs
+// 3,537 ms (6.9x), 50k 2,246 ms vs 15,721 ms (7.0x). Peak RSS: Parquet
+// 69-87 MB (was 93-137), ATIF 45-49 MB (was 33). Process start (~20 ms
+// here) weighs most at 10k: on an earlier machine where it took ~60 ms,
+// Parquet 10k was 4.5-4.6x (312-321 ms vs 1,395-1,478 ms) and ATIF 10k
+// 4.8x. RSS does not follow the trace. Where the time goes: AGENTS.md
 // ("The part index").
 //
 // # Parquet tables (schema version 1)
