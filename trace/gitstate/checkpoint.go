@@ -89,18 +89,18 @@ func (r *Repo) scan(ctx context.Context) (scanned, error) {
 	var stubs []trace.StubbedFile
 	indexDirty, seen := false, 0
 	err := r.walk(ctx, func(f walkFile) error {
-		mode, _ := fileMode(f.info.Mode())
+		mode, _ := modeOf(f.stat)
 		old := li.entries[f.path]
 		if old != nil {
 			seen++
-			if li.statClean(old, f.info, mode) {
+			if li.statClean(old, f.stat, mode) {
 				entries = append(entries, old)
 				return nil
 			}
 		}
 		indexDirty = true
 		r.hashed++
-		h, stub, err := r.hashFile(f.path, mode, f.info.Size())
+		h, stub, err := r.hashFile(f.path, mode, f.stat.size)
 		if err != nil {
 			if os.IsNotExist(err) {
 				return nil // removed while we walked
@@ -111,7 +111,7 @@ func (r *Repo) scan(ctx context.Context) (scanned, error) {
 			stubs = append(stubs, *stub)
 		}
 		e := &index.Entry{Name: f.path, Hash: h}
-		statEntry(e, f.info, mode)
+		statEntry(e, f.stat, mode)
 		entries = append(entries, e)
 		return nil
 	})
@@ -124,11 +124,12 @@ func (r *Repo) scan(ctx context.Context) (scanned, error) {
 	if err := ctx.Err(); err != nil {
 		return scanned{}, err
 	}
-	tb := newTreeBuilder(r.st)
+	tb := newTreeBuilder(r.st, r.trees)
 	root, err := tb.build(entries)
 	if err != nil {
 		return scanned{}, fmt.Errorf("build tree: %w", err)
 	}
+	r.trees = tb.next
 	return scanned{tb: tb, root: root, entries: entries, stubs: stubs, indexDirty: indexDirty}, nil
 }
 
@@ -314,44 +315,63 @@ type treeBuilder struct {
 	// changed are the new trees diff visited: every other new tree equals
 	// a subtree of the parent commit and is stored already.
 	changed []plumbing.Hash
+	// prev is the last scan's trees by folder; next this scan's (for the
+	// next one).
+	prev, next map[string]cachedTree
 }
 
-func newTreeBuilder(st objectStore) *treeBuilder {
-	return &treeBuilder{st: st, trees: map[plumbing.Hash]*object.Tree{}, objs: map[plumbing.Hash]plumbing.EncodedObject{}}
+func newTreeBuilder(st objectStore, cache map[string]cachedTree) *treeBuilder {
+	return &treeBuilder{st: st, trees: map[plumbing.Hash]*object.Tree{}, objs: map[plumbing.Hash]plumbing.EncodedObject{},
+		prev: cache, next: make(map[string]cachedTree, len(cache))}
 }
 
-type dirNode struct {
-	files []object.TreeEntry
-	dirs  map[string]*dirNode
+// cachedTree is a folder's tree as the last scan built it, with the index
+// entries it was built from: git's cache-tree, kept in memory. Entries
+// are never changed once made and a file whose stat data is clean keeps
+// its entry, so the same entries (pointers) mean the same tree, and a
+// scan re-encodes only the folders on the way to what changed.
+type cachedTree struct {
+	entries []*index.Entry // the folder's whole subtree, in index order
+	hash    plumbing.Hash
+	tree    *object.Tree
+	obj     plumbing.EncodedObject
 }
 
-// build returns the root tree hash of entries.
+// build returns the root tree hash of entries (in index order, so every
+// folder's entries are contiguous).
 func (tb *treeBuilder) build(entries []*index.Entry) (plumbing.Hash, error) {
-	root := &dirNode{dirs: map[string]*dirNode{}}
-	for _, e := range entries {
-		n := root
-		parts := strings.Split(e.Name, "/")
-		for _, d := range parts[:len(parts)-1] {
-			c := n.dirs[d]
-			if c == nil {
-				c = &dirNode{dirs: map[string]*dirNode{}}
-				n.dirs[d] = c
-			}
-			n = c
-		}
-		n.files = append(n.files, object.TreeEntry{Name: parts[len(parts)-1], Mode: e.Mode, Hash: e.Hash})
-	}
-	return tb.node(root)
+	return tb.folder("", entries)
 }
 
-func (tb *treeBuilder) node(n *dirNode) (plumbing.Hash, error) {
-	ents := n.files
-	for name, d := range n.dirs {
-		h, err := tb.node(d)
+// folder builds the tree of the folder prefix ("" or "a/b/") from its
+// entries, reusing the last scan's tree when they are the same.
+func (tb *treeBuilder) folder(prefix string, entries []*index.Entry) (plumbing.Hash, error) {
+	if c, ok := tb.prev[prefix]; ok && slices.Equal(c.entries, entries) {
+		tb.trees[c.hash], tb.objs[c.hash] = c.tree, c.obj
+		tb.next[prefix] = c
+		return c.hash, nil
+	}
+	var ents []object.TreeEntry
+	for i := 0; i < len(entries); {
+		e := entries[i]
+		rest := e.Name[len(prefix):]
+		slash := strings.IndexByte(rest, '/')
+		if slash < 0 {
+			ents = append(ents, object.TreeEntry{Name: rest, Mode: e.Mode, Hash: e.Hash})
+			i++
+			continue
+		}
+		sub := e.Name[:len(prefix)+slash+1]
+		j := i + 1
+		for j < len(entries) && strings.HasPrefix(entries[j].Name, sub) {
+			j++
+		}
+		h, err := tb.folder(sub, entries[i:j])
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		ents = append(ents, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		ents = append(ents, object.TreeEntry{Name: rest[:slash], Mode: filemode.Dir, Hash: h})
+		i = j
 	}
 	sortTreeEntries(ents)
 	t := &object.Tree{Entries: ents}
@@ -361,6 +381,7 @@ func (tb *treeBuilder) node(n *dirNode) (plumbing.Hash, error) {
 	}
 	h := obj.Hash()
 	tb.trees[h], tb.objs[h] = t, obj
+	tb.next[prefix] = cachedTree{entries: entries, hash: h, tree: t, obj: obj}
 	return h, nil
 }
 

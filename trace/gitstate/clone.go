@@ -394,12 +394,12 @@ func (r *Repo) writeTree(ctx context.Context, root string, h plumbing.Hash, pref
 		if err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		fi, err := os.Lstat(abs)
+		st, err := lstat(abs)
 		if err != nil {
 			return err
 		}
 		ie := &index.Entry{Name: rel, Hash: e.Hash}
-		statEntry(ie, fi, mode)
+		statEntry(ie, st, mode)
 		*entries = append(*entries, ie)
 	}
 	return nil

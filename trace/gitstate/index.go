@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"golang.org/x/sys/unix"
 )
 
 // loadedIndex is the index as read at the start of a checkpoint.
@@ -128,40 +128,61 @@ func encodeIndex(w io.Writer, entries []*index.Entry) error {
 	return err
 }
 
-// fileMode is git's mode for a file, or false for what git does not track.
-func fileMode(m os.FileMode) (filemode.FileMode, bool) {
-	switch {
-	case m.IsRegular():
-		if m&0o100 != 0 {
+// fileStat is what an index entry keeps of a file's lstat.
+type fileStat struct {
+	mode         uint32 // st_mode: type and permission bits
+	size         int64
+	mtime, ctime time.Time
+	dev, ino     uint64
+	uid, gid     uint32
+}
+
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{mode: st.Mode, size: st.Size, dev: st.Dev, ino: st.Ino, uid: st.Uid, gid: st.Gid,
+		mtime: time.Unix(st.Mtim.Unix()), ctime: time.Unix(st.Ctim.Unix())}
+}
+
+// lstat is os.Lstat reduced to what the index keeps.
+func lstat(path string) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fileStat{}, &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return statOf(&st), nil
+}
+
+// modeOf is the git file mode of a regular file (executable when the
+// owner may run it) or symlink; other kinds are not recorded.
+func modeOf(st fileStat) (filemode.FileMode, bool) {
+	switch st.mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.mode&0o100 != 0 {
 			return filemode.Executable, true
 		}
 		return filemode.Regular, true
-	case m&os.ModeSymlink != 0:
+	case unix.S_IFLNK:
 		return filemode.Symlink, true
 	}
 	return 0, false
 }
 
 // statEntry fills an index entry's stat fields the way git does.
-func statEntry(e *index.Entry, fi os.FileInfo, mode filemode.FileMode) {
+func statEntry(e *index.Entry, st fileStat, mode filemode.FileMode) {
 	e.Mode = mode
-	e.Size = uint32(fi.Size())
-	e.ModifiedAt = fi.ModTime()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.CreatedAt = time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec))
-		e.ModifiedAt = time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec))
-		e.Dev = uint32(st.Dev)
-		e.Inode = uint32(st.Ino)
-		e.UID = st.Uid
-		e.GID = st.Gid
-	}
+	e.Size = uint32(st.size)
+	e.CreatedAt = st.ctime
+	e.ModifiedAt = st.mtime
+	e.Dev = uint32(st.dev)
+	e.Inode = uint32(st.ino)
+	e.UID = st.uid
+	e.GID = st.gid
 }
 
-// statClean reports whether fi still matches the entry's stat data and the
+// statClean reports whether st still matches the entry's stat data and the
 // entry is not racily clean.
-func (li loadedIndex) statClean(e *index.Entry, fi os.FileInfo, mode filemode.FileMode) bool {
+func (li loadedIndex) statClean(e *index.Entry, st fileStat, mode filemode.FileMode) bool {
 	var s index.Entry
-	statEntry(&s, fi, mode)
+	statEntry(&s, st, mode)
 	if e.Mode != s.Mode || e.Size != s.Size || e.Inode != s.Inode ||
 		!e.ModifiedAt.Equal(s.ModifiedAt) || !e.CreatedAt.Equal(s.CreatedAt) {
 		return false

@@ -88,6 +88,8 @@ type Repo struct {
 	exclude gitignore.Matcher
 	// index is the index the last checkpoint wrote (index.go).
 	index *cachedIndex
+	// trees are the last scan's trees by folder (checkpoint.go cachedTree).
+	trees map[string]cachedTree
 	// hashed counts the files the last checkpoint read and hashed, so
 	// tests can see the stat cache work.
 	hashed int

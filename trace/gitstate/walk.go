@@ -2,18 +2,23 @@ package gitstate
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
 )
 
 // walkFile is one tracked candidate the walk found.
 type walkFile struct {
 	path string // slash-separated, relative to the workspace
-	info os.FileInfo
+	stat fileStat
 }
 
 // walker lists the files a checkpoint records, pruning excluded folders so
@@ -21,35 +26,111 @@ type walkFile struct {
 type walker struct {
 	root    string
 	exclude gitignore.Matcher
-	fn      func(walkFile) error
+	sem     chan struct{} // bounds the folders read at once
+	wg      sync.WaitGroup
+	cancel  context.CancelCauseFunc
 }
+
+// walkDir is one folder's entries in index order; a subfolder's own
+// entries come at its place (sub), filled by another goroutine.
+type walkDir struct {
+	items []walkItem
+}
+
+type walkItem struct {
+	file walkFile
+	sub  *walkDir // set for a folder
+}
+
+// walkers is how many folders are read at once. Reading a folder and
+// lstat-ing its files is the floor of every checkpoint (git's too: it
+// lstats its index in parallel, preload-index); the syscalls are CPU in
+// the kernel, so the walk uses every core, and a few more for a cold
+// cache that waits on the disk.
+func walkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
 
 // walk visits every recordable file under the workspace in index order:
 // everything but .git entries and what the capture rules exclude. The
 // workspace's .gitignore files are not read: they are the agent's, and
-// the record must hold what the tests see.
+// the record must hold what the tests see. Folders are read in parallel;
+// fn is called on this goroutine, in order, after the walk.
 func (r *Repo) walk(ctx context.Context, fn func(walkFile) error) error {
-	w := walker{root: r.dir, exclude: r.exclude, fn: fn}
-	return w.dir(ctx, nil)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &walker{root: r.dir, exclude: r.exclude, sem: make(chan struct{}, walkers()), cancel: cancel}
+	root := &walkDir{}
+	w.wg.Add(1)
+	go w.read(ctx, nil, root)
+	w.wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return visit(root, fn)
 }
 
-func (w *walker) dir(ctx context.Context, parts []string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	abs := filepath.Join(append([]string{w.root}, parts...)...)
-	ents, err := os.ReadDir(abs)
-	if err != nil {
-		if len(parts) > 0 && (os.IsNotExist(err) || os.IsPermission(err)) {
-			return nil // removed while we walked, or unreadable: git skips it too
+func visit(d *walkDir, fn func(walkFile) error) error {
+	for _, it := range d.items {
+		if it.sub != nil {
+			if err := visit(it.sub, fn); err != nil {
+				return err
+			}
+			continue
 		}
-		return err
+		if err := fn(it.file); err != nil {
+			return err
+		}
 	}
-	// os.ReadDir sorts by name; git's index order compares a folder as
-	// "name/", so collect and visit in that order.
+	return nil
+}
+
+// read fills d with the folder parts (relative to the root) and starts
+// a goroutine for each subfolder; an error cancels the whole walk.
+func (w *walker) read(ctx context.Context, parts []string, d *walkDir) {
+	defer w.wg.Done()
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	subs, err := w.list(parts, d)
+	<-w.sem
+	if err != nil {
+		w.cancel(err)
+		return
+	}
+	for _, s := range subs {
+		w.wg.Add(1)
+		go w.read(ctx, s.parts, s.dir)
+	}
+}
+
+type subFolder struct {
+	parts []string
+	dir   *walkDir
+}
+
+// list reads one folder: its entries in git's index order (a folder
+// compares as "name/"), each file lstat-ed relative to the open folder
+// (no path lookup from the root for every file).
+func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
+	abs := filepath.Join(append([]string{w.root}, parts...)...)
+	f, err := os.Open(abs)
+	if err == nil {
+		defer f.Close()
+	}
+	var ents []os.DirEntry
+	if err == nil {
+		ents, err = f.ReadDir(-1)
+	}
+	if err != nil {
+		if len(parts) > 0 && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.ENOTDIR)) {
+			return nil, nil // removed (or replaced) while we walked, or unreadable: git skips it too
+		}
+		return nil, err
+	}
 	type item struct {
 		key   string
-		ent   os.DirEntry
+		name  string
 		isDir bool
 	}
 	items := make([]item, 0, len(ents))
@@ -59,38 +140,42 @@ func (w *walker) dir(ctx context.Context, parts []string) error {
 			continue // the workspace's own or a nested repository's metadata
 		}
 		isDir := e.IsDir()
-		p := append(parts[:len(parts):len(parts)], name)
-		if w.exclude.Match(p, isDir) {
+		if w.exclude.Match(append(parts[:len(parts):len(parts)], name), isDir) {
 			continue
 		}
 		key := name
 		if isDir {
 			key += "/"
 		}
-		items = append(items, item{key, e, isDir})
+		items = append(items, item{key, name, isDir})
 	}
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.key, b.key) })
+	fd := int(f.Fd())
+	prefix := strings.Join(parts, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	var subs []subFolder
+	d.items = make([]walkItem, 0, len(items))
 	for _, it := range items {
-		p := append(parts[:len(parts):len(parts)], it.ent.Name())
 		if it.isDir {
-			if err := w.dir(ctx, p); err != nil {
-				return err
-			}
+			sub := &walkDir{}
+			d.items = append(d.items, walkItem{sub: sub})
+			subs = append(subs, subFolder{parts: append(parts[:len(parts):len(parts)], it.name), dir: sub})
 			continue
 		}
-		fi, err := it.ent.Info()
-		if err != nil {
-			if os.IsNotExist(err) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, it.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
 				continue // removed while we walked
 			}
-			return err
+			return nil, &os.PathError{Op: "lstat", Path: filepath.Join(abs, it.name), Err: err}
 		}
-		if _, ok := fileMode(fi.Mode()); !ok {
+		fst := statOf(&st)
+		if _, ok := modeOf(fst); !ok {
 			continue
 		}
-		if err := w.fn(walkFile{path: strings.Join(p, "/"), info: fi}); err != nil {
-			return err
-		}
+		d.items = append(d.items, walkItem{file: walkFile{path: prefix + it.name, stat: fst}})
 	}
-	return nil
+	return subs, nil
 }
