@@ -30,8 +30,8 @@ BINDIR      ?= $(PREFIX)/bin
 TRAJ_TESTS_DIR ?= $(abspath $(CURDIR)/../shared/fixtures)
 # Per package: cmd/traj and orchestrator record many real trajectories (three
 # harnesses x two sandbox providers, the adversarial compilers); 14m was too
-# short for them on a slower machine (go test ./... took 28-29.5 minutes
-# there; 10.5 minutes for the whole fresh-clone CI here, see AGENTS.md).
+# short for them on 2 cores. The 20-minute make test target is not met on
+# the CI runner (28-29 minutes; 10.5 on a faster machine, see AGENTS.md).
 TEST_TIMEOUT ?= 50m
 BENCHTIME   ?= 1s
 

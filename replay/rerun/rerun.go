@@ -14,7 +14,10 @@
 // and its tree) must be equal: the recorder defers the checkpoint of a
 // tool part whose response still has tool calls open (a harness runs them
 // side by side), so which part's checkpoint holds a change does not
-// depend on which tool finished first (FirstCheckpoint). And the
+// depend on which tool finished first (FirstCheckpoint); in a response
+// whose parts came in another order (parallel tool calls; OpenCode
+// completing a response's text and its tool call in either order, seen
+// under load) only the tree at the response end is compared. And the
 // workspace as of each model response end of the source (the part count
 // when its next model call started) and the last part (FirstTree), which
 // says which response changed the workspace otherwise. A source recorded
@@ -162,6 +165,7 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 	}
 	var lastA, lastB string // the trees as of the part: the last committed one's
 	goodBoundary := 0       // the last response end with equal trees
+	reorderedTo := 0        // the last part of a response whose parts came in another order
 	for i := 0; i < n; i++ {
 		part := i + 1
 		if i >= len(src.parts) || i >= len(re.parts) {
@@ -184,6 +188,7 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 				if rep.FirstReordered == 0 {
 					rep.FirstReordered = part
 				}
+				reorderedTo = hi
 			} else {
 				d.Part = part
 				rep.FirstPart = d
@@ -197,7 +202,10 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 		if err != nil {
 			return nil, fmt.Errorf("rerun part %d: %w", part, err)
 		}
-		if (ta != tb) && rep.FirstCheckpoint == nil {
+		// In a response whose parts came in another order, a part's
+		// checkpoint holds what other parts did first: only the tree at
+		// the response end is compared.
+		if ta != tb && rep.FirstCheckpoint == nil && part > reorderedTo {
 			rep.FirstCheckpoint = &TreeDiff{Part: part, Source: ta, Rerun: tb}
 		}
 		if ta != "" {

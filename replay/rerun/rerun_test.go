@@ -201,3 +201,52 @@ func TestCompareReordered(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareReorderedCheckpoint: OpenCode can complete a response's
+// text and its tool call in either order (seen under load), so the write's
+// checkpoint lands on part 1 in one run and part 2 in the other. The
+// response is the same parts and ends with the same tree: reproduced. A
+// different tree at the response end is still a difference.
+func TestCompareReorderedCheckpoint(t *testing.T) {
+	w := func(commit string) ocPart {
+		return ocPart{tool: "write", input: `{"filePath":"build.sh","content":"x"}`, commit: commit}
+	}
+	source := []ocPart{{text: "Go."}, w("s2"), {text: "Done."}}
+	rerun := []ocPart{w("r1"), {text: "Go."}, {text: "Done."}}
+	calls := filepath.Join(t.TempDir(), "model_calls.jsonl")
+	if err := os.WriteFile(calls, []byte(`{"seq":1,"status":200,"parts_before":0}`+"\n"+`{"seq":2,"status":200,"parts_before":2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		rerunTree  string
+		reproduced int
+		firstTree  int
+	}{
+		{name: "same tree", rerunTree: "T", reproduced: 3},
+		{name: "other tree", rerunTree: "U", reproduced: 0, firstTree: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := Side{ID: "src", Trace: writeTrace(t, "src", source), Bundles: []string{"src"}, Calls: calls}
+			re := Side{ID: "re", Trace: writeTrace(t, "re", rerun), Bundles: []string{"re"}}
+			rep, err := Compare(t.Context(), src, re, 0, func(_ context.Context, b []string) (Trees, func(), error) {
+				if b[0] == "src" {
+					return trees{"s2": "T"}, func() {}, nil
+				}
+				return trees{"r1": tc.rerunTree}, func() {}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft := 0
+			if rep.FirstTree != nil {
+				ft = rep.FirstTree.Part
+			}
+			if rep.Reproduced != tc.reproduced || rep.FirstReordered != 1 || rep.FirstPart != nil || ft != tc.firstTree ||
+				(tc.firstTree == 0 && rep.FirstCheckpoint != nil) {
+				t.Fatalf("%s (reordered at %d, first tree %d, first checkpoint %+v); want reproduced %d, reordered at 1, first tree %d",
+					rep.Summary(), rep.FirstReordered, ft, rep.FirstCheckpoint, tc.reproduced, tc.firstTree)
+			}
+		})
+	}
+}
