@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -102,8 +103,8 @@ func (r *Repo) scan(ctx context.Context) (scanned, error) {
 		r.hashed++
 		h, stub, err := r.hashFile(f.path, mode, f.stat.size)
 		if err != nil {
-			if os.IsNotExist(err) {
-				return nil // removed while we walked
+			if os.IsNotExist(err) || errors.Is(err, errMoved) {
+				return nil // removed or swapped for a symlink while we walked
 			}
 			return err
 		}
@@ -210,16 +211,15 @@ func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, 
 // cap is stored as a stub (see stubText) and reported in stub. Large files
 // are streamed, never held in memory.
 func (r *Repo) hashFile(rel string, mode filemode.FileMode, size int64) (h plumbing.Hash, stub *trace.StubbedFile, err error) {
-	abs := filepath.Join(r.dir, filepath.FromSlash(rel))
 	if mode == filemode.Symlink {
-		t, err := os.Readlink(abs)
+		t, err := readWorkspaceLink(r.dir, rel)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 		h, err := r.storeBlob([]byte(filepath.ToSlash(t)))
 		return h, nil, err
 	}
-	f, err := os.Open(abs)
+	f, err := openWorkspaceFile(r.dir, rel)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}

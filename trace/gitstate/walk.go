@@ -3,6 +3,7 @@ package gitstate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ type walkFile struct {
 // their content is never read.
 type walker struct {
 	root    string
+	rootFD  int // the workspace root, open: folders are opened beneath it
 	exclude gitignore.Matcher
 	sem     chan struct{} // bounds the folders read at once
 	wg      sync.WaitGroup
@@ -57,15 +59,20 @@ func walkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
 func (r *Repo) walk(ctx context.Context, fn func(walkFile) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := &walker{root: r.dir, exclude: r.exclude, sem: make(chan struct{}, walkers()), cancel: cancel}
-	root := &walkDir{}
+	root, err := os.Open(r.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	w := &walker{root: r.dir, rootFD: int(root.Fd()), exclude: r.exclude, sem: make(chan struct{}, walkers()), cancel: cancel}
+	top := &walkDir{}
 	w.wg.Add(1)
-	go w.read(ctx, nil, root)
+	go w.read(ctx, nil, top)
 	w.wg.Wait()
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	return visit(root, fn)
+	return visit(top, fn)
 }
 
 func visit(d *walkDir, fn func(walkFile) error) error {
@@ -114,7 +121,13 @@ type subFolder struct {
 // (no path lookup from the root for every file).
 func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
 	abs := filepath.Join(append([]string{w.root}, parts...)...)
-	f, err := os.Open(abs)
+	rel := "."
+	if len(parts) > 0 {
+		rel = strings.Join(parts, "/")
+	}
+	// Beneath the root, following no symlink: a folder the agent swaps
+	// for a symlink after its parent was read is not followed out.
+	f, err := openBeneath(w.rootFD, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err == nil {
 		defer f.Close()
 	}
@@ -123,10 +136,10 @@ func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
 		ents, err = f.ReadDir(-1)
 	}
 	if err != nil {
-		if len(parts) > 0 && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.ENOTDIR)) {
-			return nil, nil // removed (or replaced) while we walked, or unreadable: git skips it too
+		if len(parts) > 0 && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, errMoved)) {
+			return nil, nil // removed or swapped while we walked, or unreadable: git skips it too
 		}
-		return nil, err
+		return nil, fmt.Errorf("read folder %s: %w", abs, err)
 	}
 	type item struct {
 		key   string

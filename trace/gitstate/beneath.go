@@ -1,0 +1,75 @@
+package gitstate
+
+import (
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// The agent works in the workspace while checkpoints read it (a tool still
+// running, a daemon it left). Between the walk's lstat and the read, it can
+// swap a file or a folder for a symlink to anything on the host, which the
+// recorder would then read into the history. So the recorder opens what it
+// reads under the workspace with openat2: beneath the workspace root, no
+// symlink followed on the way or at the end. A path that became a symlink
+// fails with errMoved, and the checkpoint takes the file as gone; the next
+// one records the symlink itself.
+
+// errMoved says a path under the workspace changed kind (to a symlink, or a
+// folder to a file) after the walk saw it.
+var errMoved = errors.New("changed while the checkpoint read it")
+
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// openBeneath opens rel (slash-separated, relative to the folder open as
+// dirfd) with flags, following no symlink.
+func openBeneath(dirfd int, rel string, flags int) (*os.File, error) {
+	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: beneath})
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOTDIR) {
+			err = errMoved
+		}
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), rel), nil
+}
+
+// openWorkspaceFile opens the workspace file rel for reading.
+func openWorkspaceFile(root, rel string) (*os.File, error) {
+	dir, err := os.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return openBeneath(int(dir.Fd()), rel, unix.O_RDONLY)
+}
+
+// readWorkspaceLink reads the target of the workspace symlink rel.
+func readWorkspaceLink(root, rel string) (string, error) {
+	dir, err := os.Open(root)
+	if err != nil {
+		return "", err
+	}
+	defer dir.Close()
+	parent, err := openBeneath(int(dir.Fd()), path.Dir(rel), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return "", err
+	}
+	defer parent.Close()
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(int(parent.Fd()), path.Base(rel), buf)
+		if err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				err = errMoved // no longer a symlink
+			}
+			return "", &os.PathError{Op: "readlink", Path: filepath.FromSlash(rel), Err: err}
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
