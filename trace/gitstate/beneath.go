@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,9 +26,14 @@ var errMoved = errors.New("changed while the checkpoint read it")
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // openBeneath opens rel (slash-separated, relative to the folder open as
-// dirfd) with flags, following no symlink.
+// dirfd) with flags, following no symlink. Where openat2 is missing or
+// refused (kernels before 5.6, older container seccomp profiles) it walks
+// rel a component at a time with O_NOFOLLOW, which refuses the same paths.
 func openBeneath(dirfd int, rel string, flags int) (*os.File, error) {
 	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: beneath})
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		fd, err = openChain(dirfd, rel, flags)
+	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOTDIR) {
 			err = errMoved
@@ -35,6 +41,39 @@ func openBeneath(dirfd int, rel string, flags int) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
 	}
 	return os.NewFile(uintptr(fd), rel), nil
+}
+
+// openChain opens rel from dirfd one component at a time, each with
+// O_NOFOLLOW, the folders on the way with O_DIRECTORY: no symlink is
+// followed and no component leaves the folder ("..").
+func openChain(dirfd int, rel string, flags int) (int, error) {
+	parts := strings.Split(rel, "/")
+	fd, owned := dirfd, false
+	defer func() {
+		if owned {
+			unix.Close(fd)
+		}
+	}()
+	for i, p := range parts {
+		if p == ".." {
+			return -1, unix.EXDEV
+		}
+		if i == len(parts)-1 {
+			return unix.Openat(fd, p, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if p == "." || p == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		if owned {
+			unix.Close(fd)
+		}
+		fd, owned = next, true
+	}
+	return -1, unix.EINVAL // not reached: the last component returns
 }
 
 // openWorkspaceFile opens the workspace file rel for reading.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"golang.org/x/sys/unix"
 )
 
 // TestReadsStayInWorkspace is the attack of an agent that swaps what the
@@ -63,6 +64,39 @@ func TestReadsStayInWorkspace(t *testing.T) {
 			t.Errorf("hashFile %s: %v, want %v", tc.rel, err, errMoved)
 		}
 	}
+	// The fallback without openat2 refuses the same paths.
+	dir, err := os.Open(r.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	for _, tc := range []struct {
+		rel   string
+		flags int
+	}{
+		{"a.txt", unix.O_RDONLY},
+		{"src/b.txt", unix.O_RDONLY},
+		{"src", unix.O_RDONLY | unix.O_DIRECTORY},
+		{"src/.", unix.O_PATH | unix.O_DIRECTORY},
+		{"../" + filepath.Base(r.Dir()) + "/a.txt", unix.O_RDONLY},
+	} {
+		if fd, err := openChain(int(dir.Fd()), tc.rel, tc.flags); err == nil {
+			unix.Close(fd)
+			t.Errorf("openChain %s: opened, want refused", tc.rel)
+		}
+	}
+	writeFile(t, r.Dir(), "ok/deep/c.txt", "c\n", 0o644)
+	for _, rel := range []string{".", "ok/deep/c.txt"} {
+		if fd, err := openChain(int(dir.Fd()), rel, unix.O_RDONLY); err != nil {
+			t.Errorf("openChain %s: %v", rel, err)
+		} else {
+			unix.Close(fd)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(r.Dir(), "ok")); err != nil {
+		t.Fatal(err)
+	}
+
 	w := &walker{root: r.Dir(), exclude: r.exclude}
 	root, err := os.Open(r.Dir())
 	if err != nil {
