@@ -10,15 +10,15 @@ import (
 
 // agentHead returns the commit HEAD of the agent's own repository at
 // workTree/.git resolves to, or "" when there is none or it cannot be read.
-// Everything there is the agent's: files are opened without following
-// symlinks out of .git and read with a small limit, and only a 40-hex
-// answer is returned.
+// Everything there is the agent's: files are opened beneath the workspace
+// through no symlink (beneath.go) and read with a small limit, and only a
+// 40-hex answer is returned.
 func agentHead(workTree string) string {
 	gitDir := filepath.Join(workTree, ".git")
 	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
 		return ""
 	}
-	head := readSmall(filepath.Join(gitDir, "HEAD"))
+	head := readSmall(workTree, ".git/HEAD")
 	for range 5 { // symbolic refs may chain; git stops at 5 too
 		ref, ok := strings.CutPrefix(head, "ref: ")
 		if !ok {
@@ -27,9 +27,9 @@ func agentHead(workTree string) string {
 		if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
 			return ""
 		}
-		head = readSmall(filepath.Join(gitDir, filepath.FromSlash(ref)))
+		head = readSmall(workTree, ".git/"+ref)
 		if head == "" {
-			head = packedRef(filepath.Join(gitDir, "packed-refs"), ref)
+			head = packedRef(workTree, ".git/packed-refs", ref)
 		}
 	}
 	if _, ok := parseHash(head); ok {
@@ -38,14 +38,25 @@ func agentHead(workTree string) string {
 	return ""
 }
 
-// readSmall returns the first line of a regular file of at most 4 KB.
-func readSmall(path string) string {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4<<10 {
-		return ""
-	}
-	f, err := os.Open(path)
+// openAgentFile opens the regular file rel of the workspace (beneath it,
+// through no symlink) if it holds at most max bytes.
+func openAgentFile(workTree, rel string, max int64) *os.File {
+	f, err := openWorkspaceFile(workTree, rel)
 	if err != nil {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// readSmall returns the first line of the workspace's regular file rel of
+// at most 4 KB.
+func readSmall(workTree, rel string) string {
+	f := openAgentFile(workTree, rel, 4<<10)
+	if f == nil {
 		return ""
 	}
 	defer f.Close()
@@ -54,14 +65,11 @@ func readSmall(path string) string {
 	return strings.TrimSpace(line)
 }
 
-// packedRef looks ref up in a packed-refs file of at most 16 MB.
-func packedRef(path, ref string) string {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 16<<20 {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
+// packedRef looks ref up in the workspace's packed-refs file rel of at
+// most 16 MB.
+func packedRef(workTree, rel, ref string) string {
+	f := openAgentFile(workTree, rel, 16<<20)
+	if f == nil {
 		return ""
 	}
 	defer f.Close()

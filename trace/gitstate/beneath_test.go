@@ -121,3 +121,37 @@ func TestReadsStayInWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentHeadStaysInWorkspace: the agent's .git is the agent's; a HEAD
+// or a refs folder that is a symlink to the host gives no agent_git_head,
+// and the same refs as plain files do.
+func TestAgentHeadStaysInWorkspace(t *testing.T) {
+	outside, ws := t.TempDir(), t.TempDir()
+	hash := strings.Repeat("ab", 20)
+	writeFile(t, outside, "HEAD", hash+"\n", 0o644)
+	writeFile(t, outside, "heads/main", hash+"\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := func(target, rel string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(ws, rel)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(filepath.Join(outside, "HEAD"), ".git/HEAD")
+	if got := agentHead(ws); got != "" {
+		t.Errorf("HEAD a symlink to the host: agent head %q, want none", got)
+	}
+	os.Remove(filepath.Join(ws, ".git", "HEAD"))
+	writeFile(t, ws, ".git/HEAD", "ref: refs/heads/main\n", 0o644)
+	link(outside, ".git/refs")
+	if got := agentHead(ws); got != "" {
+		t.Errorf("refs a symlink to the host: agent head %q, want none", got)
+	}
+	os.Remove(filepath.Join(ws, ".git", "refs"))
+	writeFile(t, ws, ".git/refs/heads/main", hash+"\n", 0o644)
+	if got := agentHead(ws); got != hash {
+		t.Errorf("plain refs: agent head %q, want %s", got, hash)
+	}
+}
