@@ -318,6 +318,8 @@ type treeBuilder struct {
 	// prev is the last scan's trees by folder; next this scan's (for the
 	// next one).
 	prev, next map[string]cachedTree
+	// encoded counts the trees built, not taken from prev (tests).
+	encoded int
 }
 
 func newTreeBuilder(st objectStore, cache map[string]cachedTree) *treeBuilder {
@@ -332,6 +334,7 @@ func newTreeBuilder(st objectStore, cache map[string]cachedTree) *treeBuilder {
 // scan re-encodes only the folders on the way to what changed.
 type cachedTree struct {
 	entries []*index.Entry // the folder's whole subtree, in index order
+	subs    []string       // its folders' prefixes, cached too
 	hash    plumbing.Hash
 	tree    *object.Tree
 	obj     plumbing.EncodedObject
@@ -347,11 +350,11 @@ func (tb *treeBuilder) build(entries []*index.Entry) (plumbing.Hash, error) {
 // entries, reusing the last scan's tree when they are the same.
 func (tb *treeBuilder) folder(prefix string, entries []*index.Entry) (plumbing.Hash, error) {
 	if c, ok := tb.prev[prefix]; ok && slices.Equal(c.entries, entries) {
-		tb.trees[c.hash], tb.objs[c.hash] = c.tree, c.obj
-		tb.next[prefix] = c
+		tb.reuse(prefix, c)
 		return c.hash, nil
 	}
 	var ents []object.TreeEntry
+	var subs []string
 	for i := 0; i < len(entries); {
 		e := entries[i]
 		rest := e.Name[len(prefix):]
@@ -371,9 +374,11 @@ func (tb *treeBuilder) folder(prefix string, entries []*index.Entry) (plumbing.H
 			return plumbing.ZeroHash, err
 		}
 		ents = append(ents, object.TreeEntry{Name: rest[:slash], Mode: filemode.Dir, Hash: h})
+		subs = append(subs, sub)
 		i = j
 	}
 	sortTreeEntries(ents)
+	tb.encoded++
 	t := &object.Tree{Entries: ents}
 	obj := tb.st.NewEncodedObject()
 	if err := t.Encode(obj); err != nil {
@@ -381,8 +386,19 @@ func (tb *treeBuilder) folder(prefix string, entries []*index.Entry) (plumbing.H
 	}
 	h := obj.Hash()
 	tb.trees[h], tb.objs[h] = t, obj
-	tb.next[prefix] = cachedTree{entries: entries, hash: h, tree: t, obj: obj}
+	tb.next[prefix] = cachedTree{entries: entries, subs: subs, hash: h, tree: t, obj: obj}
 	return h, nil
+}
+
+// reuse keeps the cached tree of prefix and of every folder beneath it
+// for this scan (diff may descend into them, flush may store them) and
+// the next.
+func (tb *treeBuilder) reuse(prefix string, c cachedTree) {
+	tb.trees[c.hash], tb.objs[c.hash] = c.tree, c.obj
+	tb.next[prefix] = c
+	for _, sub := range c.subs {
+		tb.reuse(sub, tb.prev[sub])
+	}
 }
 
 // sortTreeEntries orders entries as git does: a folder sorts as "name/".

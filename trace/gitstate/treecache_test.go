@@ -96,3 +96,30 @@ func gitWriteTree(t *testing.T, r *Repo) string {
 	run("add", "-A")
 	return strings.TrimSpace(run("write-tree"))
 }
+
+// TestTreeCacheKeepsEveryFolder: a one-file change re-encodes only the
+// folders on its way (root, src, modNN, subN: 4), whichever folder the
+// last change was in; the cache keeps every folder, also those beneath a
+// folder it reused whole.
+func TestTreeCacheKeepsEveryFolder(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	paths := genWorkspace(t, r.Dir(), 600, 50, 0)
+	if _, err := r.Checkpoint(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	folders := len(r.trees)
+	for i := range 12 {
+		writeFile(t, r.Dir(), paths[(i*7919)%len(paths)], fmt.Sprintf("edit %d\n", i), 0o644)
+		sc, err := r.scan(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.tb.encoded != 4 || len(r.trees) != folders {
+			t.Fatalf("edit %d: %d trees encoded, %d of %d folders cached; want 4 and all", i, sc.tb.encoded, len(r.trees), folders)
+		}
+		if _, err := r.Checkpoint(ctx, i+2); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
