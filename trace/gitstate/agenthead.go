@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // agentHead returns the commit HEAD of the agent's own repository at
@@ -14,11 +15,12 @@ import (
 // through no symlink (beneath.go) and read with a small limit, and only a
 // 40-hex answer is returned.
 func agentHead(workTree string) string {
-	gitDir := filepath.Join(workTree, ".git")
-	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
+	ws, err := openWorkspace(workTree)
+	if err != nil {
 		return ""
 	}
-	head := readSmall(workTree, ".git/HEAD")
+	defer ws.Close()
+	head := readSmall(ws, ".git/HEAD")
 	for range 5 { // symbolic refs may chain; git stops at 5 too
 		ref, ok := strings.CutPrefix(head, "ref: ")
 		if !ok {
@@ -27,9 +29,9 @@ func agentHead(workTree string) string {
 		if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
 			return ""
 		}
-		head = readSmall(workTree, ".git/"+ref)
+		head = readSmall(ws, ".git/"+ref)
 		if head == "" {
-			head = packedRef(workTree, ".git/packed-refs", ref)
+			head = packedRef(ws, ".git/packed-refs", ref)
 		}
 	}
 	if _, ok := parseHash(head); ok {
@@ -38,10 +40,10 @@ func agentHead(workTree string) string {
 	return ""
 }
 
-// openAgentFile opens the regular file rel of the workspace (beneath it,
-// through no symlink) if it holds at most max bytes.
-func openAgentFile(workTree, rel string, max int64) *os.File {
-	f, err := openWorkspaceFile(workTree, rel)
+// openAgentFile opens the workspace's regular file rel if it holds at
+// most max bytes.
+func openAgentFile(ws *workspace, rel string, max int64) *os.File {
+	f, err := ws.open(rel, unix.O_RDONLY)
 	if err != nil {
 		return nil
 	}
@@ -54,8 +56,8 @@ func openAgentFile(workTree, rel string, max int64) *os.File {
 
 // readSmall returns the first line of the workspace's regular file rel of
 // at most 4 KB.
-func readSmall(workTree, rel string) string {
-	f := openAgentFile(workTree, rel, 4<<10)
+func readSmall(ws *workspace, rel string) string {
+	f := openAgentFile(ws, rel, 4<<10)
 	if f == nil {
 		return ""
 	}
@@ -67,8 +69,8 @@ func readSmall(workTree, rel string) string {
 
 // packedRef looks ref up in the workspace's packed-refs file rel of at
 // most 16 MB.
-func packedRef(workTree, rel, ref string) string {
-	f := openAgentFile(workTree, rel, 16<<20)
+func packedRef(ws *workspace, rel, ref string) string {
+	f := openAgentFile(ws, rel, 16<<20)
 	if f == nil {
 		return ""
 	}

@@ -124,9 +124,14 @@ func benchCheckpoint(b *testing.B, sources, size, targetFiles int) {
 	// file, build the trees); the rest of "traj" writes the objects, the
 	// ref and the index.
 	b.Run("walk", func(b *testing.B) {
+		ws, err := openWorkspace(repo.Dir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ws.Close()
 		for b.Loop() {
 			n := 0
-			if err := repo.walk(ctx, func(walkFile) error { n++; return nil }); err != nil {
+			if err := repo.walk(ctx, ws, func(walkFile) error { n++; return nil }); err != nil {
 				b.Fatal(err)
 			}
 			if n != sources+1 {

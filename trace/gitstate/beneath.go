@@ -25,24 +25,6 @@ var errMoved = errors.New("changed while the checkpoint read it")
 
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
-// openBeneath opens rel (slash-separated, relative to the folder open as
-// dirfd) with flags, following no symlink. Where openat2 is missing or
-// refused (kernels before 5.6, older container seccomp profiles) it walks
-// rel a component at a time with O_NOFOLLOW, which refuses the same paths.
-func openBeneath(dirfd int, rel string, flags int) (*os.File, error) {
-	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: beneath})
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		fd, err = openChain(dirfd, rel, flags)
-	}
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOTDIR) {
-			err = errMoved
-		}
-		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
-	}
-	return os.NewFile(uintptr(fd), rel), nil
-}
-
 // openChain opens rel from dirfd one component at a time, each with
 // O_NOFOLLOW, the folders on the way with O_DIRECTORY: no symlink is
 // followed and no component leaves the folder ("..").
@@ -76,24 +58,46 @@ func openChain(dirfd int, rel string, flags int) (int, error) {
 	return -1, unix.EINVAL // not reached: the last component returns
 }
 
-// openWorkspaceFile opens the workspace file rel for reading.
-func openWorkspaceFile(root, rel string) (*os.File, error) {
-	dir, err := os.Open(root)
+// workspace is the workspace root, open: everything a checkpoint reads
+// under it is opened beneath it.
+type workspace struct {
+	dir  string // its path, for messages
+	root *os.File
+}
+
+func openWorkspace(dir string) (*workspace, error) {
+	root, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer dir.Close()
-	return openBeneath(int(dir.Fd()), rel, unix.O_RDONLY)
+	return &workspace{dir: dir, root: root}, nil
 }
 
-// readWorkspaceLink reads the target of the workspace symlink rel.
-func readWorkspaceLink(root, rel string) (string, error) {
-	dir, err := os.Open(root)
-	if err != nil {
-		return "", err
+func (ws *workspace) Close() error { return ws.root.Close() }
+
+// open opens the workspace path rel (slash-separated) with flags,
+// following no symlink. Where openat2 is missing or refused (kernels
+// before 5.6, older container seccomp profiles) it walks rel a component
+// at a time with O_NOFOLLOW, which refuses the same paths.
+func (ws *workspace) open(rel string, flags int) (*os.File, error) {
+	dirfd := int(ws.root.Fd())
+	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: beneath})
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		fd, err = openChain(dirfd, rel, flags)
 	}
-	defer dir.Close()
-	parent, err := openBeneath(int(dir.Fd()), path.Dir(rel), unix.O_PATH|unix.O_DIRECTORY)
+	name := filepath.Join(ws.dir, filepath.FromSlash(rel))
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOTDIR) {
+			err = errMoved
+		}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// readLink reads the target of the workspace symlink rel.
+func (ws *workspace) readLink(rel string) (string, error) {
+	parent, err := ws.open(path.Dir(rel), unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +109,7 @@ func readWorkspaceLink(root, rel string) (string, error) {
 			if errors.Is(err, unix.EINVAL) {
 				err = errMoved // no longer a symlink
 			}
-			return "", &os.PathError{Op: "readlink", Path: filepath.FromSlash(rel), Err: err}
+			return "", &os.PathError{Op: "readlink", Path: filepath.Join(ws.dir, filepath.FromSlash(rel)), Err: err}
 		}
 		if n < size {
 			return string(buf[:n]), nil

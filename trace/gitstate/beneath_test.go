@@ -52,6 +52,11 @@ func TestReadsStayInWorkspace(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(r.Dir(), "src")); err != nil {
 		t.Fatal(err)
 	}
+	ws, err := openWorkspace(r.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
 	for _, tc := range []struct {
 		rel  string
 		mode filemode.FileMode
@@ -60,16 +65,12 @@ func TestReadsStayInWorkspace(t *testing.T) {
 		{"src/b.txt", filemode.Regular},
 		{"src/l", filemode.Symlink},
 	} {
-		if _, _, err := r.hashFile(tc.rel, tc.mode, int64(len(secret))); !errors.Is(err, errMoved) {
+		if _, _, err := r.hashFile(ws, tc.rel, tc.mode, int64(len(secret))); !errors.Is(err, errMoved) {
 			t.Errorf("hashFile %s: %v, want %v", tc.rel, err, errMoved)
 		}
 	}
 	// The fallback without openat2 refuses the same paths.
-	dir, err := os.Open(r.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
+	dir := ws.root
 	for _, tc := range []struct {
 		rel   string
 		flags int
@@ -97,13 +98,7 @@ func TestReadsStayInWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := &walker{root: r.Dir(), exclude: r.exclude}
-	root, err := os.Open(r.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	w.rootFD = int(root.Fd())
+	w := &walker{ws: ws, exclude: r.exclude}
 	var d walkDir
 	if subs, err := w.list([]string{"src"}, &d); err != nil || len(subs) != 0 || len(d.items) != 0 {
 		t.Errorf("listing src (now a symlink out): %d items, %d folders, %v; want nothing", len(d.items), len(subs), err)

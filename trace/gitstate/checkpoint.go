@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/trajlab/traj/trace"
+	"golang.org/x/sys/unix"
 )
 
 // Checkpoint commits the workspace as "part N checkpoint" when anything
@@ -89,7 +90,12 @@ func (r *Repo) scan(ctx context.Context) (scanned, error) {
 	var entries []*index.Entry
 	var stubs []trace.StubbedFile
 	indexDirty, seen := false, 0
-	err := r.walk(ctx, func(f walkFile) error {
+	ws, err := openWorkspace(r.dir)
+	if err != nil {
+		return scanned{}, fmt.Errorf("scan workspace: %w", err)
+	}
+	defer ws.Close()
+	err = r.walk(ctx, ws, func(f walkFile) error {
 		mode, _ := modeOf(f.stat)
 		old := li.entries[f.path]
 		if old != nil {
@@ -101,7 +107,7 @@ func (r *Repo) scan(ctx context.Context) (scanned, error) {
 		}
 		indexDirty = true
 		r.hashed++
-		h, stub, err := r.hashFile(f.path, mode, f.stat.size)
+		h, stub, err := r.hashFile(ws, f.path, mode, f.stat.size)
 		if err != nil {
 			if os.IsNotExist(err) || errors.Is(err, errMoved) {
 				return nil // removed or swapped for a symlink while we walked
@@ -210,16 +216,16 @@ func (r *Repo) checkpoint(ctx context.Context, part int) (trace.RepoCheckpoint, 
 // unless present and returns its hash. A regular file above the capture
 // cap is stored as a stub (see stubText) and reported in stub. Large files
 // are streamed, never held in memory.
-func (r *Repo) hashFile(rel string, mode filemode.FileMode, size int64) (h plumbing.Hash, stub *trace.StubbedFile, err error) {
+func (r *Repo) hashFile(ws *workspace, rel string, mode filemode.FileMode, size int64) (h plumbing.Hash, stub *trace.StubbedFile, err error) {
 	if mode == filemode.Symlink {
-		t, err := readWorkspaceLink(r.dir, rel)
+		t, err := ws.readLink(rel)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 		h, err := r.storeBlob([]byte(filepath.ToSlash(t)))
 		return h, nil, err
 	}
-	f, err := openWorkspaceFile(r.dir, rel)
+	f, err := ws.open(rel, unix.O_RDONLY)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}

@@ -25,8 +25,7 @@ type walkFile struct {
 // walker lists the files a checkpoint records, pruning excluded folders so
 // their content is never read.
 type walker struct {
-	root    string
-	rootFD  int // the workspace root, open: folders are opened beneath it
+	ws      *workspace // folders are opened beneath its root
 	exclude gitignore.Matcher
 	sem     chan struct{} // bounds the folders read at once
 	wg      sync.WaitGroup
@@ -56,15 +55,10 @@ func walkers() int { return min(2*runtime.GOMAXPROCS(0), 16) }
 // workspace's .gitignore files are not read: they are the agent's, and
 // the record must hold what the tests see. Folders are read in parallel;
 // fn is called on this goroutine, in order, after the walk.
-func (r *Repo) walk(ctx context.Context, fn func(walkFile) error) error {
+func (r *Repo) walk(ctx context.Context, ws *workspace, fn func(walkFile) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	root, err := os.Open(r.dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	w := &walker{root: r.dir, rootFD: int(root.Fd()), exclude: r.exclude, sem: make(chan struct{}, walkers()), cancel: cancel}
+	w := &walker{ws: ws, exclude: r.exclude, sem: make(chan struct{}, walkers()), cancel: cancel}
 	top := &walkDir{}
 	w.wg.Add(1)
 	go w.read(ctx, nil, top)
@@ -120,14 +114,14 @@ type subFolder struct {
 // compares as "name/"), each file lstat-ed relative to the open folder
 // (no path lookup from the root for every file).
 func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
-	abs := filepath.Join(append([]string{w.root}, parts...)...)
-	rel := "."
+	rel, prefix := ".", "" // the folder, and its files' path prefix
 	if len(parts) > 0 {
-		rel = strings.Join(parts, "/")
+		prefix = strings.Join(parts, "/") + "/"
+		rel = prefix[:len(prefix)-1]
 	}
 	// Beneath the root, following no symlink: a folder the agent swaps
 	// for a symlink after its parent was read is not followed out.
-	f, err := openBeneath(w.rootFD, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	f, err := w.ws.open(rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err == nil {
 		defer f.Close()
 	}
@@ -139,7 +133,7 @@ func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
 		if len(parts) > 0 && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, errMoved)) {
 			return nil, nil // removed or swapped while we walked, or unreadable: git skips it too
 		}
-		return nil, fmt.Errorf("read folder %s: %w", abs, err)
+		return nil, fmt.Errorf("read folder: %w", err)
 	}
 	type item struct {
 		key   string
@@ -164,10 +158,6 @@ func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
 	}
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.key, b.key) })
 	fd := int(f.Fd())
-	prefix := strings.Join(parts, "/")
-	if prefix != "" {
-		prefix += "/"
-	}
 	var subs []subFolder
 	d.items = make([]walkItem, 0, len(items))
 	for _, it := range items {
@@ -182,7 +172,7 @@ func (w *walker) list(parts []string, d *walkDir) ([]subFolder, error) {
 			if errors.Is(err, unix.ENOENT) {
 				continue // removed while we walked
 			}
-			return nil, &os.PathError{Op: "lstat", Path: filepath.Join(abs, it.name), Err: err}
+			return nil, &os.PathError{Op: "lstat", Path: filepath.Join(w.ws.dir, filepath.FromSlash(prefix+it.name)), Err: err}
 		}
 		fst := statOf(&st)
 		if _, ok := modeOf(fst); !ok {
