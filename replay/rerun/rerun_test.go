@@ -154,6 +154,22 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// writeCalls writes a model_calls.jsonl of calls made with before parts
+// recorded before each: the response ends.
+func writeCalls(t *testing.T, before ...int) string {
+	t.Helper()
+	calls := filepath.Join(t.TempDir(), "model_calls.jsonl")
+	var lines []byte
+	for i, b := range before {
+		l, _ := json.Marshal(map[string]any{"seq": i + 1, "status": 200, "parts_before": b})
+		lines = append(append(lines, l...), '\n')
+	}
+	if err := os.WriteFile(calls, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return calls
+}
+
 // TestCompareReordered: a response's parallel tool calls that finish in
 // another order are the same parts (reported apart); the same swap across
 // two responses is a difference.
@@ -173,15 +189,7 @@ func TestCompareReordered(t *testing.T) {
 		{name: "two responses", before: []int{0, 2, 3}, reproduced: 1, firstPart: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			calls := filepath.Join(t.TempDir(), "model_calls.jsonl")
-			var lines []byte
-			for i, b := range tc.before {
-				l, _ := json.Marshal(map[string]any{"seq": i + 1, "status": 200, "parts_before": b})
-				lines = append(append(lines, l...), '\n')
-			}
-			if err := os.WriteFile(calls, lines, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			calls := writeCalls(t, tc.before...)
 			src := Side{ID: "src", Trace: writeTrace(t, "src", source), Bundles: []string{"src"}, Calls: calls}
 			re := Side{ID: "re", Trace: writeTrace(t, "re", rerun), Bundles: []string{"re"}}
 			rep, err := Compare(t.Context(), src, re, 0, func(context.Context, []string) (Trees, func(), error) {
@@ -213,10 +221,7 @@ func TestCompareReorderedCheckpoint(t *testing.T) {
 	}
 	source := []ocPart{{text: "Go."}, w("s2"), {text: "Done."}}
 	rerun := []ocPart{w("r1"), {text: "Go."}, {text: "Done."}}
-	calls := filepath.Join(t.TempDir(), "model_calls.jsonl")
-	if err := os.WriteFile(calls, []byte(`{"seq":1,"status":200,"parts_before":0}`+"\n"+`{"seq":2,"status":200,"parts_before":2}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	calls := writeCalls(t, 0, 2)
 	for _, tc := range []struct {
 		name       string
 		rerunTree  string
