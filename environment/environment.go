@@ -85,6 +85,12 @@ type RunOptions struct {
 	// Executor runs the build, each compile and each program (nil: Host,
 	// for trusted trees; replay/evalbox's for untrusted ones).
 	Executor Executor
+	// Secret is the store's evaluation secret, from which the cases'
+	// nonces derive (environment/ccompiler's guard.go): the same secret
+	// gives one artifact one score, case by case. It never enters a
+	// sandbox. Empty: a fresh one for this Run alone (a trusted tree
+	// tested once, nothing to reproduce).
+	Secret []byte
 }
 
 // BuildResult is the outcome of the workspace build.
@@ -110,14 +116,18 @@ type Result struct {
 	Build      BuildResult  `json:"build"`
 	DurationMS int64        `json:"duration_ms"`
 	Cases      []CaseResult `json:"cases"`
-	// Voided lists the suites whose score was voided because a control
-	// (a program generated for this evaluation that any real compiler
-	// gets right and a compiler ignoring its input gets wrong) failed:
-	// their cases count as failed, each with the reason.
+	// Voided lists the suites a version 3 evaluation voided because one
+	// of its controls failed (their cases counted as failed). Kept so old
+	// results read; no evaluation voids a suite now: every case carries
+	// its own evidence.
 	Voided []Void `json:"voided,omitempty"`
+	// FixedLike counts the cases whose program did what the case without
+	// its nonce wants (what a program ignoring its input would do): a
+	// suspicion, not a pass.
+	FixedLike int `json:"fixed_like,omitempty"`
 }
 
-// Void is one suite voided by its controls.
+// Void is one suite voided by its controls (version 3 results).
 type Void struct {
 	Suite  string `json:"suite"`
 	Reason string `json:"reason"`
@@ -139,4 +149,11 @@ type CaseResult struct {
 	Error            string  `json:"error,omitempty"`
 	CompileMS        int64   `json:"compile_ms"`
 	RunMS            int64   `json:"run_ms"`
+	// FixedLike: the program failed its nonce but did what the case
+	// without it wants (see Result.FixedLike).
+	FixedLike bool `json:"fixed_like,omitempty"`
+	// Unguarded: the case carries no nonce of its own (the rewrite cannot
+	// handle it, or a wacct invalid program without a valid neighbour);
+	// its pass counts only beside a guarded one.
+	Unguarded bool `json:"unguarded,omitempty"`
 }

@@ -7,7 +7,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -25,7 +24,7 @@ import (
 // RunnerVersion names the runner's semantics (pass rules, skip rules, how
 // cases are compiled and compared). Bump it whenever any of them changes so
 // cached evaluations are not reused across different meanings.
-const RunnerVersion = "ccompiler-runner/3"
+const RunnerVersion = "ccompiler-runner/4"
 
 // Defaults for RunOptions' zero values.
 const (
@@ -302,15 +301,20 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		return environment.Result{}, fmt.Errorf("make run folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	ctls, err := controlsFor(cases)
+	secret, err := runSecret(o.Secret)
 	if err != nil {
 		return environment.Result{}, err
 	}
-	ctlResults := make([]environment.CaseResult, len(ctls))
-	// Controls run among the cases, through the same executor, in folders
-	// named like theirs: nothing an action sees tells them apart.
-	all := append(append([]testCase(nil), cases...), ctls...)
-	order := shuffled(len(all))
+	// Every runnable case runs rewritten with its nonce, and the wacct
+	// invalid programs' neighbours run too (hidden when the path lacks
+	// them): guard.go.
+	all, neighbour := e.withEvidence(cases)
+	for i := range all {
+		if all[i], err = e.guardOf(all[i], secret); err != nil {
+			return environment.Result{}, err
+		}
+	}
+	results := make([]environment.CaseResult, len(all))
 
 	var (
 		mu   sync.Mutex
@@ -321,12 +325,10 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 	for range o.Workers {
 		wg.Go(func() {
 			for i := range next {
-				r := e.runCase(ctx, o.Executor, ws, filepath.Join(tmp, "c"+strconv.Itoa(i)), all[i], o)
+				results[i] = e.runCase(ctx, o.Executor, ws, filepath.Join(tmp, "c"+strconv.Itoa(i)), all[i], o)
 				if i >= len(cases) {
-					ctlResults[i-len(cases)] = r
 					continue
 				}
-				res.Cases[i] = r
 				mu.Lock()
 				done++
 				if o.Progress != nil {
@@ -337,7 +339,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		})
 	}
 feed:
-	for _, i := range order {
+	for i := range all {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -349,12 +351,16 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
 	}
-	res.Voided = voidSuites(res.Cases, ctls, ctlResults)
+	judge(all, results, neighbour, len(cases))
+	copy(res.Cases, results[:len(cases)])
 	for _, c := range res.Cases {
 		if c.Passed {
 			res.Passed++
 		} else {
 			res.Failed++
+		}
+		if c.FixedLike {
+			res.FixedLike++
 		}
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
@@ -385,6 +391,10 @@ func (e *Env) runCase(ctx context.Context, x environment.Executor, ws, dir strin
 	r := environment.CaseResult{
 		Name: tc.name, Phase: environment.PhaseCompile, ExpectReject: tc.expectReject,
 		ExpectedStdout: reported(tc.stdout), ExpectedExitCode: tc.exitCode, ActualExitCode: -1,
+	}
+	if tc.nonce != 0 {
+		// Told in the original case's terms: no answer shows the nonce.
+		r.ExpectedExitCode = intp(tc.origExit)
 	}
 	defer os.RemoveAll(dir)
 	srcs, err := e.stage(dir, tc)
@@ -428,6 +438,9 @@ func (e *Env) runCase(ctx context.Context, x environment.Executor, ws, dir strin
 	run, err := executor(x).Run(ctx, out, environment.Limits{Timeout: o.RunTimeout, OutputLimit: o.OutputLimit, CombineOutput: tc.combineStderr})
 	r.RunMS = run.Elapsed.Milliseconds()
 	r.ActualExitCode = run.ExitCode
+	if tc.nonce != 0 && run.Signal == 0 && run.ExitCode >= 0 {
+		r.ActualExitCode = (run.ExitCode - tc.nonce + 256) % 256
+	}
 	r.ActualStdout = clip(run.Stdout, reportBytes)
 	r.StderrTail = tail(run.Stderr, stderrTailBytes)
 	if stopped(&r, run, err, "run", o.RunTimeout) {
@@ -441,7 +454,7 @@ func (e *Env) runCase(ctx context.Context, x environment.Executor, ws, dir strin
 	r.Phase = environment.PhaseCompare
 	var problems []string
 	if tc.exitCode != nil && run.ExitCode != *tc.exitCode {
-		problems = append(problems, fmt.Sprintf("exit code %d, want %d", run.ExitCode, *tc.exitCode))
+		problems = append(problems, fmt.Sprintf("exit code %d, want %d", r.ActualExitCode, *r.ExpectedExitCode))
 	}
 	if tc.stdout != nil && run.Stdout != *tc.stdout {
 		if tc.combineStderr {
@@ -454,6 +467,10 @@ func (e *Env) runCase(ctx context.Context, x environment.Executor, ws, dir strin
 		problems = append(problems, "stderr is not empty")
 	}
 	if len(problems) > 0 {
+		// The program did what the case without its nonce wants: what a
+		// program that ignores its input would do (exit 0, no output,
+		// where the nonce wants another code).
+		r.FixedLike = tc.nonce != 0 && len(problems) == 1 && run.ExitCode == tc.origExit
 		r.Error = strings.Join(problems, "; ")
 		return r
 	}
@@ -494,20 +511,9 @@ func (e *Env) stage(dir string, tc testCase) ([]string, error) {
 	var out []string
 	used := map[string]bool{}
 	for i, src := range tc.sources {
-		var data []byte
-		var err error
-		switch {
-		case tc.generated != nil:
-			data = tc.generated[i]
-		case tc.embedded:
-			// The expectation is the host's: the compile never sees it.
-			data, err = fs.ReadFile(basicsFS, src)
-			data = stripExpect(data)
-		default:
-			data, err = os.ReadFile(src)
-		}
+		data, err := e.source(tc, i)
 		if err != nil {
-			return nil, fmt.Errorf("read source %s: %w", src, err)
+			return nil, err
 		}
 		name := path.Base(filepath.ToSlash(src))
 		if used[name] || name == "prog" {

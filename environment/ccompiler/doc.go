@@ -22,26 +22,32 @@
 // files after rejecting one, is read on the host from the case's folder
 // after the compile is over (a symlink is not a program).
 //
-// # Controls: a score is evidence of compiling
+// # Evidence: a pass shows that this case was compiled
 //
 // Several pass rules can be met without compiling: torture passes on
 // "exit 0", most c-testsuite and some wacct and basics cases expect exit 0
 // and empty output, and wacct's invalid programs pass on any refusal. So
-// every Run adds, for each suite among its cases, two controls: programs
-// generated from a fresh random nonce, shaped like the suite's simplest
-// cases and using only their features (torture: a function called from
-// main; c-testsuite: 00003.c's local variable; wacct: chapter 1's
-// `return N;`; basics: smoke's constant arithmetic), each of which must
-// exit with its own nonce-derived code, 1..255, computed rather than
-// written where the suite's simplest cases compute, and print nothing. A
-// real compiler gets them right; a compiler whose output does not depend
-// on its input cannot get both (two different non-zero codes, and the
-// cases want 0), and one that always fails gets neither. If any control
-// of a suite fails, the suite is voided: each of its cases counts as
-// failed with "suite voided: …", and Result.Voided (replay's
-// SuiteResult.Void) records the reason. Controls run through the same
-// executor as the cases, in folders like theirs, in random order, and
-// are not listed as cases. (controls.go)
+// every runnable case runs rewritten with a nonce K (nonce.go): inside
+// main, `return X;` becomes `return (X) + K;` (a plain literal is folded,
+// so chapter 1's compilers need nothing new), every `exit (X)` call
+// likewise, and `return K;` closes a main that can fall off its end;
+// comments, strings and preprocessor lines are untouched. A correct
+// compilation exits with (E+K) mod 256, never 0 and never E. K is
+// HMAC-SHA256 of RunOptions.Secret (the store's evaluation secret, kept
+// outside every sandbox) and the case's name: one artifact gets one
+// score, case by case, wherever it is evaluated. Answers are told in the
+// original case's terms (expected E, actual exit code less K).
+//
+// A wacct invalid program's refusal counts only beside its neighbour, the
+// valid program of its chapter most like it, which must pass too (run
+// hidden when the test path lacks it). A runnable case the rewrite cannot
+// handle, or listed in untransformable.go (gcc passes it but not its
+// rewrite), runs unguarded by its original rule and counts only when the
+// same run passes a guarded case of its suite. Nothing voids a suite
+// (Result.Voided is read in old results only). A case whose program did
+// what the case without its nonce wants (exit 0 where K says otherwise)
+// is marked FixedLike and counted in Result.FixedLike: a suspicion
+// reported beside the score. (guard.go)
 //
 // # Suites and how a case passes
 //

@@ -27,14 +27,20 @@ type testCase struct {
 	// files (embedded true), the public suites from disk.
 	sources  []string
 	embedded bool
-	// generated holds the content of each source of a control (sources
-	// are then bare file names).
+	// generated holds the content of each source as the compile is shown
+	// it when it is not the file's (the nonce's rewrite).
 	generated [][]byte
 	// support files are copied beside the sources but not passed to the
 	// compiler: a torture test's #include "sibling.c".
 	support []string
 
-	expectReject      bool    // wacct invalid_*: the compiler must refuse it
+	expectReject bool // wacct invalid_*: the compiler must refuse it
+	// neighbour is the valid case (by name) beside which a wacct invalid
+	// program's refusal counts (wacctNeighbour).
+	neighbour string
+	// nonce is K when the case runs rewritten with its nonce (guardOf);
+	// origExit is then its original expected exit code.
+	nonce, origExit   int
 	stdout            *string // nil: stdout not checked
 	exitCode          *int    // nil: exit code not checked
 	combineStderr     bool    // c_testsuite: stdout+stderr together match stdout
@@ -231,6 +237,7 @@ func loadWacct(root string, h io.Writer) suite {
 	}
 	hashFile(h, "wacct/expected_results.json", expData)
 	expected := map[string]wacctExpected{}
+	shapes := map[string]map[string]bool{}
 	if err := json.Unmarshal(expData, &expected); err != nil {
 		s.missing = fmt.Errorf("%w: parse %s: %v", environment.ErrSuiteMissing, expPath, err)
 		return s
@@ -252,6 +259,7 @@ func loadWacct(root string, h io.Writer) suite {
 			return err
 		}
 		hashFile(h, "wacct/tests/"+rel, data)
+		shapes[SuiteWacct+"/"+rel] = bigrams(data)
 		tc := testCase{name: SuiteWacct + "/" + rel, group: parts[0], sources: []string{p}}
 		switch {
 		case parts[1] == "valid":
@@ -289,7 +297,59 @@ func loadWacct(root string, h io.Writer) suite {
 		return s
 	}
 	sortCases(s.cases)
+	wacctNeighbours(s.cases, shapes)
 	return s
+}
+
+// wacctNeighbours gives each invalid program its neighbour: the valid
+// program of its chapter whose source is most like it (Jaccard
+// similarity of their sets of adjacent token pairs; ties to the first by
+// name). A refusal is evidence of a compiler only beside a program of
+// the same chapter that it compiles: a compiler that refuses all it
+// cannot interpret refuses the neighbour too.
+func wacctNeighbours(cases []testCase, shapes map[string]map[string]bool) {
+	for i := range cases {
+		c := &cases[i]
+		if !c.expectReject {
+			continue
+		}
+		best, bestSim := "", -1.0
+		for _, v := range cases {
+			if v.expectReject || v.group != c.group {
+				continue
+			}
+			if sim := jaccard(shapes[c.name], shapes[v.name]); sim > bestSim {
+				best, bestSim = v.name, sim
+			}
+		}
+		c.neighbour = best
+	}
+}
+
+// bigrams is the set of adjacent token pairs of a C source.
+func bigrams(src []byte) map[string]bool {
+	toks := lexC(src)
+	set := make(map[string]bool, len(toks))
+	prev := ""
+	for _, t := range toks {
+		cur := string(src[t.start:t.end])
+		set[prev+" "+cur] = true
+		prev = cur
+	}
+	return set
+}
+
+func jaccard(a, b map[string]bool) float64 {
+	if len(a)+len(b) == 0 {
+		return 0
+	}
+	n := 0
+	for k := range a {
+		if b[k] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a)+len(b)-n)
 }
 
 // chapterOf returns n for a group "chapter_<n>".
