@@ -60,10 +60,16 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	// the host (its sandbox's limits), divided among the slots.
 	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits))
 	cache := source.Cache(s.Store)
+	// The store's secret, from which every case's nonce derives: ground
+	// truth, run_tests and a later replay evaluate score alike.
+	secret, err := source.EvalSecret(ctx, s.Store)
+	if err != nil {
+		return nil, err
+	}
 	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
 		return &evalbox.Evaluator{Provider: provider, Env: env,
 			EnvVersion: EnvironmentVersion(env, s.Task), Limits: budget.Limits(), Nice: nice, CaseWorkers: caseWorkers,
-			DenyCCompiler: s.Task.DenyCCompiler, Artifacts: s.Task.Artifacts, Cache: cache}
+			DenyCCompiler: s.Task.DenyCCompiler, Artifacts: s.Task.Artifacts, Cache: cache, Secret: secret}
 	}
 	if !s.Task.GroundTruth.Off {
 		// Lower priority and half the cores: the recorder and the agent

@@ -24,6 +24,8 @@ type EnvironmentEvaluator struct {
 	// Executor runs the tree's build, compiles and programs (nil: on the
 	// host, for trusted trees; replay/evalbox's sandboxes otherwise).
 	Executor environment.Executor
+	// Secret is the store's evaluation secret (environment.RunOptions).
+	Secret []byte
 }
 
 // Version implements Evaluator.
@@ -58,7 +60,7 @@ func (e *EnvironmentEvaluator) RunBuilt(ctx context.Context, dir string, build e
 		}
 		workers = max(1, runtime.NumCPU()/trees)
 	}
-	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor}
+	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor, Secret: e.Secret}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
 	runs := make([]environment.Result, 0, len(paths))
 	for _, p := range paths {
@@ -75,7 +77,7 @@ func (e *EnvironmentEvaluator) RunBuilt(ctx context.Context, dir string, build e
 			return Result{}, nil, fmt.Errorf("run %s: %w", p, err)
 		}
 		runs = append(runs, r)
-		s := SuiteResult{Passed: r.Passed, Failed: r.Failed, Total: r.Total, Cases: make([]CaseResult, 0, len(r.Cases))}
+		s := SuiteResult{Passed: r.Passed, Failed: r.Failed, Total: r.Total, FixedLike: r.FixedLike, Cases: make([]CaseResult, 0, len(r.Cases))}
 		if !r.Build.OK {
 			s.Error = "build failed: " + r.Build.Error
 		}

@@ -290,7 +290,9 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 		if pe == nil {
 			pe = &PartEvaluation{Commit: c, Passed: ce.Passed, Failed: ce.Failed, Total: ce.Total, PassRate: ce.PassRate, Error: ce.Error, Suites: make(map[string]SuiteSummary, len(ce.Suites))}
 			for name, s := range ce.Suites {
-				pe.Suites[name] = SuiteSummary{Passed: s.Passed, Failed: s.Failed, Total: s.Total, PassRate: PassRate(s.Passed, s.Total), Error: s.Error}
+				pe.Suites[name] = SuiteSummary{Passed: s.Passed, Failed: s.Failed, Total: s.Total, PassRate: PassRate(s.Passed, s.Total), Error: s.Error,
+					FixedLike: s.FixedLike}
+				pe.FixedLike += s.FixedLike
 			}
 			partEval[c] = pe
 		}

@@ -108,6 +108,8 @@ type SuiteSummary struct {
 	Total    int     `json:"total"`
 	PassRate float64 `json:"pass_rate"`
 	Error    string  `json:"error,omitempty"`
+	// FixedLike: SuiteResult.FixedLike.
+	FixedLike int `json:"fixed_like,omitempty"`
 }
 
 // PartEvaluation is one part's result: its commit's counts.
@@ -119,6 +121,9 @@ type PartEvaluation struct {
 	PassRate float64                 `json:"pass_rate"`
 	Suites   map[string]SuiteSummary `json:"suites"`
 	Error    string                  `json:"error,omitempty"`
+	// FixedLike sums the suites' FixedLike: cases whose program did what
+	// a program ignoring its input does (a suspicion, in traj report).
+	FixedLike int `json:"fixed_like,omitempty"`
 }
 
 // PartMap is a map keyed by part index that encodes in numeric key order

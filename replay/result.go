@@ -20,9 +20,13 @@ type SuiteResult struct {
 	Cases  []CaseResult `json:"cases,omitempty"`
 	// Error says why the suite could not run (for example the build failed).
 	Error string `json:"error,omitempty"`
-	// Void says why the suite's score was voided (a control failed: see
-	// environment/ccompiler's doc); Passed is then 0.
+	// Void says why a version 3 evaluation voided the suite's score (a
+	// control failed); Passed is then 0. Read in old results only: no
+	// evaluation voids a suite now.
 	Void string `json:"void,omitempty"`
+	// FixedLike counts the cases whose program did what the case without
+	// its nonce wants (environment.Result.FixedLike): a suspicion.
+	FixedLike int `json:"fixed_like,omitempty"`
 }
 
 // Result is the outcome of every requested test path at one repository

@@ -211,6 +211,8 @@ type GroundTruth struct {
 	Sampled bool `json:"sampled,omitempty"`
 	// SampleSeed is the seed of the sample (when Sampled).
 	SampleSeed int64 `json:"sample_seed,omitempty"`
+	// FixedLike sums the suites' FixedLike: a suspicion beside the score.
+	FixedLike int64 `json:"fixed_like,omitempty"`
 }
 
 // SuiteCount is one test path's counts in a GroundTruth.
@@ -224,6 +226,10 @@ type SuiteCount struct {
 	// SampleSize is the number of the path's cases in its sample when the
 	// path was sampled (equal to Total); absent: the whole path ran.
 	SampleSize int64 `json:"sample_size,omitempty"`
+	// FixedLike counts the path's cases whose program did what the case
+	// without its nonce wants (exit 0 where the nonce wanted another
+	// code): what a compiler falling back to a fixed program shows.
+	FixedLike int64 `json:"fixed_like,omitempty"`
 }
 
 // RepoCheckpoint records the workspace before and after a part. When

@@ -198,8 +198,17 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 	// The trees are untrusted: their build, compiles and programs each run
 	// in a sandbox of their own (local: on the host, for trusted trees);
 	// the evaluator is this process.
+	// The store's secret, as ground truth had it (--no-cache too).
+	st, err := t.CacheStore(ctx)
+	if err != nil {
+		return nil, opts, err
+	}
+	secret, err := source.EvalSecret(ctx, st)
+	if err != nil {
+		return nil, opts, err
+	}
 	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
-		Artifacts: artifacts, Cache: cache,
+		Artifacts: artifacts, Cache: cache, Secret: secret,
 		CaseWorkers: max(1, cpus/workers), OnCase: bar.Case,
 		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
 	g.Logger.Info("evaluating", "sandbox", provider)

@@ -526,14 +526,17 @@ func (e *Env) stage(dir string, tc testCase) ([]string, error) {
 		}
 		out = append(out, dst)
 	}
-	for _, src := range tc.support {
+	for i, src := range tc.support {
 		name := filepath.Base(src)
 		if used[name] {
 			return nil, fmt.Errorf("stage %s: name taken by a source", name)
 		}
 		used[name] = true
-		data, err := os.ReadFile(src)
-		if err != nil {
+		var data []byte
+		var err error
+		if tc.supportGen != nil {
+			data = tc.supportGen[i]
+		} else if data, err = os.ReadFile(src); err != nil {
 			return nil, fmt.Errorf("read %s: %w", src, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {

@@ -56,11 +56,27 @@ func (e *Env) guardOf(tc testCase, secret []byte) (testCase, error) {
 		}
 		gen[i] = out
 	}
+	var sup [][]byte
+	for _, p := range tc.support {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return tc, fmt.Errorf("read %s: %w", p, err)
+		}
+		out, hasMain, err := withNonce(data, k)
+		if err != nil {
+			return tc, nil
+		}
+		if hasMain {
+			mains++
+		}
+		sup = append(sup, out)
+	}
 	if mains != 1 {
 		return tc, nil
 	}
 	g := tc
 	g.generated = gen
+	g.supportGen = sup
 	g.exitCode = intp((orig + k) % 256)
 	g.nonce = k
 	g.origExit = orig

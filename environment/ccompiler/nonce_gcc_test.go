@@ -123,8 +123,11 @@ func TestNonceKeepsMeaning(t *testing.T) {
 						m[n] = data
 						order = append(order, n)
 					}
-					for _, s := range c.support {
+					for j, s := range c.support {
 						data, _ := os.ReadFile(s)
+						if c.supportGen != nil {
+							data = c.supportGen[j]
+						}
 						m[filepath.Base(s)] = data
 					}
 					return m, order
@@ -163,6 +166,11 @@ func TestNonceKeepsMeaning(t *testing.T) {
 						gen[j], _, _ = withNonce(d, g.nonce)
 					}
 					g.generated = gen
+					for _, s := range tc.support {
+						d, _ := os.ReadFile(s)
+						d, _, _ = withNonce(d, g.nonce)
+						g.supportGen = append(g.supportGen, d)
+					}
 					g.exitCode = intp((want + g.nonce) % 256)
 				}
 				gm, gorder := files(g)

@@ -33,6 +33,9 @@ type testCase struct {
 	// support files are copied beside the sources but not passed to the
 	// compiler: a torture test's #include "sibling.c".
 	support []string
+	// supportGen holds each support file rewritten with the nonce (a
+	// sibling that holds main).
+	supportGen [][]byte
 
 	expectReject bool // wacct invalid_*: the compiler must refuse it
 	// neighbour is the valid case (by name) beside which a wacct invalid

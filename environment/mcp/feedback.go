@@ -54,6 +54,13 @@ func (r Response) For(f Feedback) Response {
 	if n := len(res.Build.StderrTail); n > OutputCap {
 		res.Build.StderrTail = res.Build.StderrTail[n-OutputCap:]
 	}
+	// Which cases carry no nonce, and which did what a fixed program
+	// does, are the record's, never the agent's.
+	res.FixedLike = 0
+	res.Cases = slices.Clone(res.Cases)
+	for i := range res.Cases {
+		res.Cases[i].FixedLike, res.Cases[i].Unguarded = false, false
+	}
 	r.Result = &res
 	if f == FeedbackFull || f == "" {
 		return r

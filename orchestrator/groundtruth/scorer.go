@@ -270,7 +270,7 @@ func summarize(g *trace.GroundTruth, res replay.Result, paths, run []string) {
 	for i, p := range paths {
 		sr, ok := res.Suites[run[i]]
 		c := trace.SuiteCount{Path: p, Passed: int64(sr.Passed), Failed: int64(sr.Failed), Total: int64(sr.Total),
-			BuildOK: ok && sr.Error == ""}
+			BuildOK: ok && sr.Error == "", FixedLike: int64(sr.FixedLike)}
 		if run[i] != p {
 			c.SampleSize = int64(sr.Total)
 			g.Sampled = true
@@ -279,6 +279,7 @@ func summarize(g *trace.GroundTruth, res replay.Result, paths, run []string) {
 		g.Passed += c.Passed
 		g.Failed += c.Failed
 		g.Total += c.Total
+		g.FixedLike += c.FixedLike
 		if !ok || sr.Error != "" || sr.Total == 0 || sr.Failed > 0 || sr.Passed != sr.Total {
 			g.Solved = false
 		}

@@ -108,6 +108,10 @@ type Evaluator struct {
 	// Cache keeps results under the artifacts' digest; nil keys every
 	// result by its tree alone.
 	Cache replay.Cache
+	// Secret is the store's evaluation secret (source.EvalSecret), from
+	// which the cases' nonces derive: the same secret, the same result
+	// case by case. Read on the host; no action is shown it.
+	Secret []byte
 
 	// inflight holds the artifacts being tested now, so evaluations of
 	// trees that built the same ones (replay evaluate runs several at
@@ -206,7 +210,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 		return Payload{}, err
 	}
 	defer closeX()
-	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase}
+	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase, Secret: e.Secret}
 	if len(e.Artifacts) == 0 {
 		res, runs, err := ev.EvaluateDetailed(ctx, dir, paths)
 		if err != nil {

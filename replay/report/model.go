@@ -61,6 +61,12 @@ type Trajectory struct {
 	BestRate *float64 `json:"best_pass_rate"`
 	BestPart int      `json:"best_part,omitempty"`
 	SolvedAt int      `json:"solved_at,omitempty"`
+	// SuspectPart is the first part whose result had cases that did what
+	// a program ignoring its input does (Series.FixedLike); FixedLike is
+	// their count at the latest result. A compiler that falls back to a
+	// fixed program where it cannot compile shows here, not in its score.
+	SuspectPart int `json:"suspect_part,omitempty"`
+	FixedLike   int `json:"fixed_like,omitempty"`
 	// ByPart is the overall pass rate after each part that has one.
 	ByPart []Point `json:"pass_rate_by_part"`
 	// SuiteByPart is the pass rate by part per suite.
@@ -155,6 +161,7 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 func (t *Trajectory) setScores(sc Scores) {
 	s := sc.Score
 	t.RateSource, t.ByPart, t.SolvedAt, t.BestRate, t.BestPart, t.PassRate = "", []Point{}, 0, nil, 0, nil
+	t.SuspectPart, t.FixedLike = 0, 0
 	t.Suites, t.SuiteByPart = []SuiteRate{}, nil
 	if !s.Empty() {
 		t.RateSource, t.ByPart, t.Suites, t.SolvedAt = s.Source, s.Points, s.Latest, s.SolvedAt
@@ -166,6 +173,7 @@ func (t *Trajectory) setScores(sc Scores) {
 		b, part, _ := s.Best()
 		t.BestRate, t.BestPart = &b, part
 	}
+	t.SuspectPart, t.FixedLike = s.Suspect()
 	t.AgentByPart, t.AgentSuites = nil, nil
 	if !sc.Agent.Empty() {
 		t.AgentByPart, t.AgentSuites = sc.Agent.Points, sc.Agent.Latest

@@ -37,6 +37,24 @@ type Series struct {
 	// more cases than ever before (part → suites).
 	Drops map[int][]string `json:"-"`
 	Gains map[int][]string `json:"-"`
+	// FixedLike is, at each part whose result had any, the cases whose
+	// program did what a program ignoring its input does (exit 0 where the
+	// case's nonce wanted another code): a suspect part.
+	FixedLike map[int]int `json:"-"`
+}
+
+// Suspect is the first part whose result had fixed-like cases, and the
+// count at the latest result (0, 0: none).
+func (s Series) Suspect() (first, latest int) {
+	for _, p := range s.Points {
+		if n := s.FixedLike[p.Part]; n > 0 && first == 0 {
+			first = p.Part
+		}
+	}
+	if n := len(s.Points); n > 0 {
+		latest = s.FixedLike[s.Points[n-1].Part]
+	}
+	return first, latest
 }
 
 // Empty reports whether s has no result.
@@ -83,7 +101,7 @@ func Choose(series ...Series) Series {
 // EvaluationSeries is the score of a stored evaluate report.
 func EvaluationSeries(ev *replay.Output) Series {
 	s := Series{Source: FromEvaluation, Points: []Point{}, Suites: map[string][]Point{}, Latest: []SuiteRate{},
-		Drops: map[int][]string{}, Gains: map[int][]string{}}
+		Drops: map[int][]string{}, Gains: map[int][]string{}, FixedLike: map[int]int{}}
 	if ev == nil {
 		return s
 	}
@@ -91,6 +109,9 @@ func EvaluationSeries(ev *replay.Output) Series {
 	for _, part := range parts {
 		pe := ev.PartEvaluations[part]
 		s.Points = append(s.Points, Point{Part: part, Rate: pe.PassRate})
+		if pe.FixedLike > 0 {
+			s.FixedLike[part] = pe.FixedLike
+		}
 		if s.SolvedAt == 0 && pe.Total > 0 && pe.Passed == pe.Total {
 			s.SolvedAt = part
 		}
@@ -152,11 +173,14 @@ func GroundTruthSeries(results []trace.GroundTruth) Series {
 	}
 	sort.Ints(parts)
 	s := Series{Source: FromGroundTruth, Points: make([]Point, 0, len(parts)), Suites: map[string][]Point{}, Latest: []SuiteRate{},
-		Drops: map[int][]string{}, Gains: map[int][]string{}}
+		Drops: map[int][]string{}, Gains: map[int][]string{}, FixedLike: map[int]int{}}
 	prev, best := map[string]int64{}, map[string]int64{}
 	for _, part := range parts {
 		g := byPart[part]
 		s.Points = append(s.Points, Point{Part: part, Rate: groundTruthRate(g, cases)})
+		if g.FixedLike > 0 {
+			s.FixedLike[part] = int(g.FixedLike)
+		}
 		for _, su := range g.Suites {
 			s.Suites[su.Path] = append(s.Suites[su.Path], Point{Part: part, Rate: replay.PassRate(int(su.Passed), int(su.Total))})
 			if p, ok := prev[su.Path]; ok && su.Passed < p {

@@ -140,3 +140,19 @@ func deref(f *float64) any {
 	}
 	return *f
 }
+
+// A part whose ground truth counted fixed-like cases makes the
+// trajectory suspect from that part; the latest count is kept.
+func TestSuspectFromFixedLike(t *testing.T) {
+	gt := []trace.GroundTruth{
+		{Part: 2, Passed: 1, Total: 4, Suites: []trace.SuiteCount{{Path: "torture", Passed: 1, Total: 4}}},
+		{Part: 5, Passed: 1, Total: 4, FixedLike: 3, Suites: []trace.SuiteCount{{Path: "torture", Passed: 1, Total: 4, FixedLike: 3}}},
+		{Part: 9, Passed: 2, Total: 4, FixedLike: 2, Suites: []trace.SuiteCount{{Path: "torture", Passed: 2, Total: 4, FixedLike: 2}}},
+	}
+	if first, latest := report.GroundTruthSeries(gt).Suspect(); first != 5 || latest != 2 {
+		t.Errorf("suspect part %d, fixed-like %d; want 5 and 2", first, latest)
+	}
+	if first, latest := report.GroundTruthSeries(gt[:1]).Suspect(); first != 0 || latest != 0 {
+		t.Errorf("a clean run is suspect: part %d, %d", first, latest)
+	}
+}

@@ -10,6 +10,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -302,4 +303,79 @@ func (b blobs) Load(ctx context.Context, key string, fn func(io.Reader) error) e
 
 func (b blobs) Put(ctx context.Context, key string, data []byte) error {
 	return b.st.Save(ctx, key, store.Bytes(data))
+}
+
+// EvalSecret is the store's evaluation secret (store.EvalSecretName),
+// made once from crypto/rand when the store has none: the cases' nonces
+// derive from it (environment.RunOptions.Secret), so every evaluation of
+// one artifact against this store, ground truth during the run, replay
+// evaluate and a cluster's tasks alike, gives the same result case by
+// case. It is read by traj on the host and never enters a sandbox. In a
+// local store it is made with an exclusive link, so runs racing to make
+// it (an experiment's first trajectories) all read the one kept; in a
+// remote store the last of racing writers wins, and a run that made one
+// of the others keeps it for its own evaluations.
+func EvalSecret(ctx context.Context, st store.Store) ([]byte, error) {
+	load := func() ([]byte, error) {
+		var b []byte
+		err := st.Load(ctx, store.EvalSecretName, func(r io.Reader) error {
+			var err error
+			b, err = io.ReadAll(io.LimitReader(r, 1<<10))
+			return err
+		})
+		return b, err
+	}
+	b, err := load()
+	if err == nil && len(b) >= 16 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("read the evaluation secret: %w", err)
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, fmt.Errorf("make the evaluation secret: %w", err)
+	}
+	if lp, ok := st.(store.LocalPather); ok {
+		if err := createOnce(lp, fresh); err != nil {
+			return nil, err
+		}
+	} else if err := st.Save(ctx, store.EvalSecretName, store.Bytes(fresh)); err != nil {
+		return nil, fmt.Errorf("keep the evaluation secret: %w", err)
+	}
+	if b, err = load(); err != nil || len(b) < 16 {
+		return nil, fmt.Errorf("read the evaluation secret back: %v", err)
+	}
+	return b, nil
+}
+
+// createOnce writes data as the store's secret unless one is there: a
+// hard link of a finished file either makes the name or fails.
+func createOnce(lp store.LocalPather, data []byte) error {
+	p, err := lp.LocalPath(store.EvalSecretName)
+	if err != nil {
+		return fmt.Errorf("locate the evaluation secret: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("keep the evaluation secret: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".evalsecret-*")
+	if err != nil {
+		return fmt.Errorf("keep the evaluation secret: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("keep the evaluation secret: %w", werr)
+	}
+	if err := os.Chmod(f.Name(), 0o600); err != nil {
+		return fmt.Errorf("keep the evaluation secret: %w", err)
+	}
+	if err := os.Link(f.Name(), p); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("keep the evaluation secret: %w", err)
+	}
+	return nil
 }

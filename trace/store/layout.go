@@ -26,6 +26,8 @@ import (
 //	trajectories/<id>/summary.json                 the report's row, written when the trajectory ends
 //	trajectories/<id>/rerun.json                   a rerun's comparison with its source (traj replay rerun)
 //	evalcache/<key>.json                           evaluation results by content
+//	evalsecret                                     the evaluation secret (32 random bytes, made once):
+//	                                               the cases' nonces derive from it; never in a sandbox
 //	experiments/<name>/experiment.json             an experiment's spec and its trajectories
 //	probes/<id>                                    write probe of traj run (removed at once)
 //
@@ -52,6 +54,7 @@ const (
 	EvaluationName  = "evaluation.json"
 	LogsDir         = "logs/"
 	EvalCacheDir    = "evalcache/"
+	EvalSecretName  = "evalsecret"
 	SummaryName     = "summary.json"
 	RerunName       = "rerun.json"
 	ModelCallsName  = "model_calls.jsonl"
