@@ -203,3 +203,11 @@ func judge(cases []testCase, results []environment.CaseResult, neighbour []int, 
 		}
 	}
 }
+
+// Neighbour names the valid case beside which the wacct invalid program
+// name's refusal counts ("" for any other case): for tests and reports
+// that check the rule from outside.
+func (e *Env) Neighbour(name string) string {
+	c, _ := e.caseNamed(name)
+	return c.neighbour
+}
