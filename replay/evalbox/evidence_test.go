@@ -258,4 +258,3 @@ func trimmedFixtures(t *testing.T, public string) string {
 	copyFile("wacct/test_properties.json")
 	return dst
 }
-
