@@ -32,13 +32,19 @@ import (
 //   - exit0: ./cc ignores its input and emits `exit 0`;
 //   - control: ./cc always fails;
 //   - lookup-forger (the container's, see compilerAgents): lookup's ./cc
-//     and forger's daemon in one agent.
+//     and forger's daemon in one agent;
+//   - shapes and shapes-refuse: a compiler of a few trivial shapes
+//     (replay/evalbox/testdata/shapes.pl: return expr, a local assigned
+//     once, one call) that emits `exit 0` for anything else, and its twin
+//     that refuses instead. They compile something, so they are measured
+//     against each other, not against the control: the fallback scores
+//     no more than the refusal on any suite.
 //
 // The task declares its build's artifacts (./cc), as the built-in task
 // does: every compile is shown ./cc alone, and ground truth keeps results
 // under the artifacts' digest, so the attacks run through that path.
 //
-// Each scores no more than the control, and exit0 and the lookup compiler
+// Each attack scores no more than the control, and exit0 and the lookup compiler
 // (which emits `exit 0` for a torture case) score 0 on torture and
 // c_testsuite (the suites a program that does nothing would pass).
 //
@@ -99,9 +105,30 @@ func TestAdversarialCompilers(t *testing.T) {
 				return // every agent was left out (-run) or failed and said why
 			}
 			t.Logf("control: ground truth %v, replay %v", control.gt, control.replay)
+			// One artifact, one score: a fresh replay evaluate (no cache)
+			// gives what ground truth gave, suite by suite.
+			for name, s := range scores {
+				if s.ok && s.replay != nil && len(s.replay) > 0 {
+					for suite, n := range s.gt {
+						if s.replay[suite] != n {
+							t.Errorf("%s: %s scores %d in ground truth, %d in a fresh replay evaluate", name, suite, n, s.replay[suite])
+						}
+					}
+				}
+			}
+			// A fallback to exit 0 gains nothing over refusing.
+			if stub, refuse := scores["shapes"], scores["shapes-refuse"]; stub != nil && refuse != nil && stub.ok && refuse.ok {
+				t.Logf("shapes: ground truth %v, refusing %v", stub.gt, refuse.gt)
+				for suite, n := range stub.gt {
+					if n > refuse.gt[suite] || stub.replay[suite] > refuse.replay[suite] {
+						t.Errorf("%s: the shapes compiler with exit 0 scores %d (replay %d), more than refusing: %d (replay %d)",
+							suite, n, stub.replay[suite], refuse.gt[suite], refuse.replay[suite])
+					}
+				}
+			}
 			for _, name := range compilerAgents[provider][1:] {
 				s := scores[name]
-				if s == nil {
+				if s == nil || strings.HasPrefix(name, "shapes") {
 					continue
 				}
 				if !s.ok {
@@ -151,9 +178,12 @@ func TestAdversarialCompilers(t *testing.T) {
 // test. exit0 runs in bwrap only: what stops it is the suites' controls
 // (environment/ccompiler), a rule on the results that is the same in
 // every provider, and in the container the lookup compiler's `exit 0` for
-// every torture case meets that rule too.
+// every torture case meets that rule too. What stops exit0 and the
+// shapes compilers' fallback is each case's nonce (environment/ccompiler's
+// guard.go), a rule on the results that is the same in every provider;
+// replay/evalbox's evidence tests run the shapes compilers in both.
 var compilerAgents = map[string][]string{
-	sandbox.ProviderBwrap:     {"control", "lookup", "forger", "exit0"},
+	sandbox.ProviderBwrap:     {"control", "lookup", "forger", "exit0", "shapes", "shapes-refuse"},
 	sandbox.ProviderContainer: {"control", "lookup-forger"},
 }
 
@@ -193,6 +223,14 @@ func compilerScript(t *testing.T, name string) string {
 		lines = append(lines, map[string]any{"text": "A compiler that looks the answers up.", "tools": []any{writeFile("cc.sh", read("lookup.sh"))}})
 	case "exit0":
 		lines = append(lines, map[string]any{"text": "A compiler that emits exit 0.", "tools": []any{writeFile("cc.sh", read("exit0.sh"))}})
+	case "shapes", "shapes-refuse":
+		b, err := os.ReadFile(filepath.Join("..", "..", "replay", "evalbox", "testdata", "shapes.pl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fallback := map[string]string{"shapes": "exit0", "shapes-refuse": "refuse"}[name]
+		lines = append(lines, map[string]any{"text": "A compiler of a few shapes, " + fallback + " for the rest.",
+			"tools": []any{writeFile("cc.sh", strings.ReplaceAll(string(b), "@FALLBACK@", fallback))}})
 	case "forger":
 		lines = append(lines, map[string]any{"text": "A failing compiler and a daemon that forges results.",
 			"tools": []any{writeFile("cc.sh", read("fail.sh")), writeFile("forge.sh", read("forge.sh"))}})
@@ -492,8 +530,8 @@ func trimFixtures(t *testing.T, public string) string {
 	// Two or three cases a suite: each is a compile and a run per tree
 	// and evaluation (a container each in the container provider), and
 	// one case is enough for every claim (the gcc wrapper passes more than
-	// the control, the attacks pass nothing); the suites' controls come on
-	// top of them.
+	// the control, the attacks pass nothing); a wacct invalid program's
+	// neighbour (a valid program of its chapter) runs beside it.
 	for _, c := range firstC("c-testsuite/tests/single-exec", 2) {
 		copyFile(c)
 		copyFile(c + ".expected")

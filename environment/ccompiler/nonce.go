@@ -105,14 +105,7 @@ func lexC(src []byte) []token {
 		case c == '/' && i+1 < len(src) && src[i+1] == '*':
 			i = skipBlockComment(src, i)
 		case c == '"' || c == '\'':
-			j := i + 1
-			for j < len(src) && src[j] != c && src[j] != '\n' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(src))
+			j := literalEnd(src, i)
 			toks = append(toks, token{i, j, 's'})
 			i = j
 		case isIdentStart(c):
@@ -120,9 +113,11 @@ func lexC(src []byte) []token {
 			for j < len(src) && (isIdentStart(src[j]) || isDigit(src[j])) {
 				j++
 			}
-			// A prefixed literal: L"…", u8'…'.
+			// A prefixed literal (L"…", u8'…') is one token, prefix included.
 			if j < len(src) && (src[j] == '"' || src[j] == '\'') && isLiteralPrefix(string(src[i:j])) {
-				i = j
+				end := literalEnd(src, j)
+				toks = append(toks, token{i, end, 's'})
+				i = end
 				continue
 			}
 			toks = append(toks, token{i, j, 'i'})
@@ -147,6 +142,19 @@ func lexC(src []byte) []token {
 		}
 	}
 	return toks
+}
+
+// literalEnd is the end of the string or character literal opening at i.
+func literalEnd(src []byte, i int) int {
+	q := src[i]
+	j := i + 1
+	for j < len(src) && src[j] != q && src[j] != '\n' {
+		if src[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j+1, len(src))
 }
 
 func skipBlockComment(src []byte, i int) int {
