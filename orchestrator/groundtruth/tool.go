@@ -64,8 +64,8 @@ type answer struct {
 // answer as a harness sends it back to its model (a JSON string inside
 // the request, its quotes escaped once or more): when it ran, how long it
 // took or waited, the gateway's id of the call, and the exit status of
-// the evaluation's controls, drawn anew for each evaluation (a voided
-// suite's reason names it). A rerun compares model requests with these
+// version 3's controls, drawn anew for each evaluation (a voided suite's
+// reason named it, in the traces recorded then). A rerun compares model requests with these
 // blanked (sandbox/playback, replay/rerun).
 var AnswerVarying = regexp.MustCompile(`\\+"(?:timestamp|duration_ms|tool_call_id|waited_ms|waited)\\+":(?:\\+"[^"\\]*\\+"|[0-9]+)|expected to exit [0-9]+`)
 
