@@ -38,7 +38,11 @@ import (
 //     once, one call) that emits `exit 0` for anything else, and its twin
 //     that refuses instead. They compile something, so they are measured
 //     against each other, not against the control: the fallback scores
-//     no more than the refusal on any suite.
+//     no more than the refusal on any suite;
+//   - half: gcc for the sources whose SHA-256 starts with 0-7, a refusal
+//     for the rest: which half a case falls in depends on its nonce, so
+//     a fresh replay evaluate gives ground truth's score only if it
+//     derives the nonces from the same secret (every agent is checked).
 //
 // The task declares its build's artifacts (./cc), as the built-in task
 // does: every compile is shown ./cc alone, and ground truth keeps results
@@ -116,6 +120,9 @@ func TestAdversarialCompilers(t *testing.T) {
 					}
 				}
 			}
+			if s := scores["half"]; s != nil && s.ok {
+				t.Logf("half: ground truth %v, replay %v", s.gt, s.replay)
+			}
 			// A fallback to exit 0 gains nothing over refusing.
 			if stub, refuse := scores["shapes"], scores["shapes-refuse"]; stub != nil && refuse != nil && stub.ok && refuse.ok {
 				t.Logf("shapes: ground truth %v, refusing %v", stub.gt, refuse.gt)
@@ -128,7 +135,7 @@ func TestAdversarialCompilers(t *testing.T) {
 			}
 			for _, name := range compilerAgents[provider][1:] {
 				s := scores[name]
-				if s == nil || strings.HasPrefix(name, "shapes") {
+				if s == nil || strings.HasPrefix(name, "shapes") || name == "half" {
 					continue
 				}
 				if !s.ok {
@@ -183,7 +190,7 @@ func TestAdversarialCompilers(t *testing.T) {
 // guard.go), a rule on the results that is the same in every provider;
 // replay/evalbox's evidence tests run the shapes compilers in both.
 var compilerAgents = map[string][]string{
-	sandbox.ProviderBwrap:     {"control", "lookup", "forger", "exit0", "shapes", "shapes-refuse"},
+	sandbox.ProviderBwrap:     {"control", "lookup", "forger", "exit0", "shapes", "shapes-refuse", "half"},
 	sandbox.ProviderContainer: {"control", "lookup-forger"},
 }
 
@@ -223,6 +230,8 @@ func compilerScript(t *testing.T, name string) string {
 		lines = append(lines, map[string]any{"text": "A compiler that looks the answers up.", "tools": []any{writeFile("cc.sh", read("lookup.sh"))}})
 	case "exit0":
 		lines = append(lines, map[string]any{"text": "A compiler that emits exit 0.", "tools": []any{writeFile("cc.sh", read("exit0.sh"))}})
+	case "half":
+		lines = append(lines, map[string]any{"text": "gcc for half the sources.", "tools": []any{writeFile("cc.sh", read("half.sh"))}})
 	case "shapes", "shapes-refuse":
 		b, err := os.ReadFile(filepath.Join("..", "..", "replay", "evalbox", "testdata", "shapes.pl"))
 		if err != nil {

@@ -199,7 +199,7 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 	// in a sandbox of their own (local: on the host, for trusted trees);
 	// the evaluator is this process.
 	// The store's secret, as ground truth had it (--no-cache too).
-	st, err := t.CacheStore(ctx)
+	st, err := t.SecretStore(ctx)
 	if err != nil {
 		return nil, opts, err
 	}

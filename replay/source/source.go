@@ -100,6 +100,9 @@ type Trajectory struct {
 	// read from; nil until CacheStore opens the one cacheURL names.
 	cacheStore store.Store
 	cacheURL   string
+	// enclosing is the root of the local store a trajectory folder sits
+	// in (<root>/trajectories/<id>/), when it has an evaluation secret.
+	enclosing string
 }
 
 // Verify checks the trajectory's trace against its history, streaming
@@ -225,8 +228,28 @@ func Open(ctx context.Context, req Request) (*Trajectory, error) {
 	// or file caches in the store StoreURL names (see CacheStore).
 	if rt.Prefix != "" {
 		t.cacheStore = rt.Store
+	} else if dir := filepath.Dir(tracePath); filepath.Base(filepath.Dir(dir)) == strings.TrimSuffix(store.TrajectoriesDir, "/") {
+		root := filepath.Dir(filepath.Dir(dir))
+		if _, err := os.Stat(filepath.Join(root, store.EvalSecretName)); err == nil {
+			t.enclosing = root
+		}
 	}
 	return t, nil
+}
+
+// SecretStore is the store whose evaluation secret (EvalSecret) scores
+// this trajectory as its run did: the store it was read from; for a
+// trajectory folder inside a store's trajectories/, that store; else the
+// cache's (CacheStore).
+func (t *Trajectory) SecretStore(ctx context.Context) (store.Store, error) {
+	if t.cacheStore == nil && t.enclosing != "" {
+		st, err := location.Open(ctx, t.enclosing, location.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return t.CacheStore(ctx)
 }
 
 func notFoundIsUsage(err error) error {
