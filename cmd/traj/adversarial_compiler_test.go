@@ -191,7 +191,7 @@ func TestAdversarialCompilers(t *testing.T) {
 // replay/evalbox's evidence tests run the shapes compilers in both.
 var compilerAgents = map[string][]string{
 	sandbox.ProviderBwrap:     {"control", "lookup", "forger", "exit0", "shapes", "shapes-refuse", "half"},
-	sandbox.ProviderContainer: {"control", "lookup-forger"},
+	sandbox.ProviderContainer: {"control", "lookup-forger", "shapes", "shapes-refuse"},
 }
 
 // compilerScore is the final tree's passed cases per test path ("" is

@@ -3,7 +3,6 @@ package ccompiler
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,9 +52,6 @@ func nonceFor(secret []byte, name string, expect int) int {
 		sum = mac.Sum(nil)
 	}
 }
-
-// errNoMain: none of a case's sources defines main.
-var errNoMain = errors.New("no definition of main")
 
 // token is one lexical token of a C source: its byte span and kind.
 type token struct {
