@@ -92,8 +92,11 @@
 // commit), commit, tree, timestamp, duration_ms, cached, cache_key,
 // key, artifact, artifact_cached, key_why (a task that declares its
 // build's artifacts: which key served the tree), suites [{path, passed,
-// failed, total, build_ok, sample_size}] in task order, passed, failed,
-// total, solved, error, sampled, sample_seed}. A sampled result (sampled:
+// failed, total, build_ok, sample_size, fixed_like}] in task order, passed,
+// failed, total, solved, error, sampled, sample_seed, fixed_like}.
+// fixed_like counts the cases whose program did what the case without
+// its nonce wants (what a program ignoring its input does): a suspicion
+// beside the score, never part of it. A sampled result (sampled:
 // true) counts a fixed, seeded sample of each sampled path's cases
 // (sample_size of them, the same cases for every tree of the trajectory);
 // it is never solved (the schema refuses it): "solved" is only decided on
