@@ -39,6 +39,10 @@ type Summary struct {
 	Best      *float64           `json:"best"`
 	BestPart  int                `json:"best_part,omitempty"`
 	SolvedAt  int                `json:"solved_at,omitempty"`
+	// SuspectPart is the first part whose result had fixed-like cases
+	// (report.Series.Suspect); FixedLike their count at the latest.
+	SuspectPart int `json:"suspect_part,omitempty"`
+	FixedLike   int `json:"fixed_like,omitempty"`
 	Suites    []report.SuiteRate `json:"suites"`
 	// Experiment is the experiment that ran the trajectory, if any.
 	Experiment string `json:"experiment,omitempty"`
@@ -95,6 +99,7 @@ func (s *snapshot) summary(id string) Summary {
 	c := s.curve()
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
 	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
+	sum.SuspectPart, sum.FixedLike = c.SuspectPart, c.FixedLike
 	if len(c.Milestones) > 0 {
 		sum.Milestones, sum.Hours, sum.Dollars = c.Milestones, map[string]float64{}, map[string]float64{}
 		for k, part := range c.Milestones {

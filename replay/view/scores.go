@@ -119,6 +119,9 @@ type Curve struct {
 	Best     *float64 `json:"best"`
 	BestPart int      `json:"best_part,omitempty"`
 	SolvedAt int      `json:"solved_at,omitempty"`
+	// SuspectPart and FixedLike: report.Series.Suspect.
+	SuspectPart int `json:"suspect_part,omitempty"`
+	FixedLike   int `json:"fixed_like,omitempty"`
 	// Agent is the overall rate the agent's run_tests calls claimed, when
 	// the score comes from elsewhere: a separate series, never the score.
 	Agent [][3]float64 `json:"agent,omitempty"`
@@ -184,6 +187,7 @@ func (s *snapshot) curve() Curve {
 	c.Rate = &r
 	b, bp, _ := sr.Best()
 	c.Best, c.BestPart, c.SolvedAt = &b, bp, sr.SolvedAt
+	c.SuspectPart, c.FixedLike = sr.Suspect()
 	if sr.Source != fromRunTests && !sc.Agent.Empty() {
 		ps, rs := split(sc.Agent.Points)
 		c.Agent = downsample(ps, rs, at)
