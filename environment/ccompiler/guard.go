@@ -178,28 +178,35 @@ func judge(cases []testCase, results []environment.CaseResult, neighbour []int, 
 			guardedPass[suite] = true
 		}
 	}
+	// Unguarded runnable cases first (hidden neighbours too): a refusal
+	// below reads its neighbour's final verdict.
+	for i, c := range cases {
+		if c.nonce != 0 || c.exitCode == nil || c.expectReject {
+			continue
+		}
+		r := &results[i]
+		r.Unguarded = true
+		suite, _, _ := strings.Cut(c.name, "/")
+		if r.Passed && !guardedPass[suite] {
+			r.Passed = false
+			r.Error = "passed, but this case counts only when the same compiler passes another case of its suite"
+		}
+	}
 	for i := range n {
 		c, r := cases[i], &results[i]
-		switch {
-		case c.expectReject:
-			j := neighbour[i]
-			if !r.Passed || j < 0 {
-				// No neighbour (a chapter without valid programs): the
-				// refusal alone, as before.
-				r.Unguarded = r.Passed && j < 0
-				continue
-			}
-			if !results[j].Passed {
-				r.Passed = false
-				r.Error = fmt.Sprintf("refused, but a refusal counts only beside a compiled program: its neighbour %s did not pass", cases[j].name)
-			}
-		case c.nonce == 0 && c.exitCode != nil:
-			r.Unguarded = true
-			suite, _, _ := strings.Cut(c.name, "/")
-			if r.Passed && !guardedPass[suite] {
-				r.Passed = false
-				r.Error = "passed, but this case counts only when the same compiler passes another case of its suite"
-			}
+		if !c.expectReject {
+			continue
+		}
+		j := neighbour[i]
+		if !r.Passed || j < 0 {
+			// No neighbour (a chapter without valid programs): the
+			// refusal alone, as before.
+			r.Unguarded = r.Passed && j < 0
+			continue
+		}
+		if !results[j].Passed {
+			r.Passed = false
+			r.Error = fmt.Sprintf("refused, but a refusal counts only beside a compiled program: its neighbour %s did not pass", cases[j].name)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package ccompiler
 import (
 	"strings"
 	"testing"
+
+	"github.com/trajlab/traj/environment"
 )
 
 func TestWithNonce(t *testing.T) {
@@ -130,5 +132,34 @@ func TestWacctNeighbours(t *testing.T) {
 		if c.neighbour != want[c.name] {
 			t.Errorf("%s: neighbour %q, want %q", c.name, c.neighbour, want[c.name])
 		}
+	}
+}
+
+// judge: a refusal counts beside a neighbour that passed (its final
+// verdict, whatever the order), an unguarded pass beside a guarded one.
+func TestJudge(t *testing.T) {
+	zero := intp(0)
+	cases := []testCase{
+		{name: "wacct/chapter_1/invalid_parse/a.c", expectReject: true},        // neighbour 4 (later, unguarded, revoked)
+		{name: "wacct/chapter_1/invalid_parse/b.c", expectReject: true},        // neighbour 2, guarded, passed
+		{name: "wacct/chapter_1/valid/guarded.c", exitCode: intp(7), nonce: 9}, // passed
+		{name: "wacct/chapter_1/valid/unguarded.c", exitCode: zero},            // passed beside a guarded wacct pass
+		{name: "torture/u.c", exitCode: zero},                                  // passed, no guarded torture pass
+		{name: "torture/g.c", exitCode: zero, nonce: 5},                        // failed
+	}
+	results := []environment.CaseResult{{Passed: true}, {Passed: true}, {Passed: true}, {Passed: true}, {Passed: true}, {Passed: false}}
+	neighbour := []int{4, 2, -1, -1, -1, -1}
+	judge(cases, results, neighbour, len(cases))
+	want := []bool{false, true, true, true, false, false}
+	for i, r := range results {
+		if r.Passed != want[i] {
+			t.Errorf("%s: passed %v, want %v (%s)", cases[i].name, r.Passed, want[i], r.Error)
+		}
+	}
+	if !strings.Contains(results[0].Error, "torture/u.c") {
+		t.Errorf("the refused case's error does not name its neighbour: %q", results[0].Error)
+	}
+	if !results[3].Unguarded || !results[4].Unguarded || results[2].Unguarded {
+		t.Errorf("unguarded marks: %v %v %v", results[2].Unguarded, results[3].Unguarded, results[4].Unguarded)
 	}
 }
