@@ -19,7 +19,8 @@ import (
 // ground truth, with the real OpenCode and the real evaluation sandbox:
 // the sample is public (a pure function of the suite, size and seed), so
 // the agent writes a ./cc that compiles with gcc every case of the sample
-// and the controls, and refuses every other case of basics. Its sample
+// (nonces included: it picks cases by file name) and refuses every other
+// case of basics. Its sample
 // scores 100 %; the run must not end solved: the tree is evaluated in
 // full, which fails. Every result says whether it was sampled and its
 // sample size; `traj replay evaluate` afterwards evaluates only the trees
