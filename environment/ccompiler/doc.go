@@ -32,7 +32,10 @@
 // so chapter 1's compilers need nothing new), every `exit (X)` call
 // likewise, and `return K;` closes a main that can fall off its end;
 // comments, strings and preprocessor lines are untouched. A correct
-// compilation exits with (E+K) mod 256, never 0 and never E. K is
+// compilation exits with (E+K) mod 256, never 0 and never E: a program
+// that ignores its input and exits 0 meets no case, one that exits with
+// another fixed code only the cases whose nonce is that code (chance,
+// about 1 in 254). K is
 // HMAC-SHA256 of RunOptions.Secret (the store's evaluation secret, kept
 // outside every sandbox) and the case's name: one artifact gets one
 // score, case by case, wherever it is evaluated. Answers are told in the
