@@ -85,6 +85,15 @@ type RunOptions struct {
 	// Executor runs the build, each compile and each program (nil: Host,
 	// for trusted trees; replay/evalbox's for untrusted ones).
 	Executor Executor
+	// Secret is the store's secret, kept by traj outside every sandbox:
+	// it keys what an evaluation generates (the C environment's fresh
+	// programs), so nobody without it can derive them. nil: none.
+	Secret []byte
+	// Digest names what is evaluated: the digest of the build's
+	// artifacts (replay/evalbox) when known. The fresh programs are
+	// generated from HMAC(Secret, Digest); empty: the environment digests
+	// the built compiler itself (the C environment: ./cc).
+	Digest string
 }
 
 // BuildResult is the outcome of the workspace build.

@@ -108,6 +108,9 @@ type Evaluator struct {
 	// Cache keeps results under the artifacts' digest; nil keys every
 	// result by its tree alone.
 	Cache replay.Cache
+	// Secret is the store's secret (environment.RunOptions.Secret); with
+	// the artifacts' digest it seeds the fresh suite's programs.
+	Secret []byte
 
 	// inflight holds the artifacts being tested now, so evaluations of
 	// trees that built the same ones (replay evaluate runs several at
@@ -206,7 +209,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 		return Payload{}, err
 	}
 	defer closeX()
-	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase}
+	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase, Secret: e.Secret}
 	if len(e.Artifacts) == 0 {
 		res, runs, err := ev.EvaluateDetailed(ctx, dir, paths)
 		if err != nil {
@@ -289,6 +292,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		}
 	}
 	start := time.Now()
+	ev.Digest = key.Artifact // what the fresh suite's programs derive from
 	res, runs, err := ev.RunBuilt(ctx, shown, build, paths)
 	if err != nil {
 		return Payload{}, err
