@@ -109,6 +109,22 @@ func TestFreshPaths(t *testing.T) {
 	if _, err := e.cases("fresh/level_9"); err == nil {
 		t.Error("fresh/level_9 has cases")
 	}
+	// Ground truth's sample of fresh: stratified by level.
+	sp, ok := e.SamplePath("fresh", 10, 1)
+	if !ok {
+		t.Fatal("fresh has no sample path")
+	}
+	sample, err := e.cases(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := map[string]bool{}
+	for _, c := range sample {
+		levels[c.group] = true
+	}
+	if len(sample) != 10 || len(levels) != fresh.Levels {
+		t.Errorf("%s: %d cases over levels %v, want 10 over all %d", sp, len(sample), levels, fresh.Levels)
+	}
 	all, err := e.cases(PathAll)
 	if err != nil {
 		t.Fatal(err)
