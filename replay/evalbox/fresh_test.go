@@ -48,3 +48,39 @@ func TestFreshFollowsArtifacts(t *testing.T) {
 		t.Errorf("another ./cc (%v) or another secret (%v) got the same programs", other == a, secret == a)
 	}
 }
+
+// shapeBuild makes a ./cc that interprets one shape, `int main(void) {
+// return <constant integer expression>; }` (gcc stands for its
+// evaluator), and emits a program exiting 0 for anything else.
+const shapeBuild = `cat > cc <<'EOF'
+#!/bin/sh
+srcs=""; out=a.out
+while [ $# -gt 0 ]; do
+  case "$1" in -o) out=$2; shift ;; *) srcs="$srcs $1" ;; esac
+  shift
+done
+set -- $srcs
+if [ $# = 1 ] && tr '\n' ' ' < "$1" | grep -Eq '^ *int +main *\( *void *\) *\{ *return [-0-9 ()+*/%<>=!&|^~]+; *\} *$'; then
+  exec gcc -w "$1" -o "$out"
+fi
+printf 'int main(void){return 0;}\n' | gcc -x c - -o "$out"
+EOF
+chmod +x cc
+`
+
+// TestFreshShapeCompilerInSandbox: evaluated as ground truth and replay
+// evaluate do (bwrap, ./cc shown alone), the shape compiler with an
+// exit-0 fallback passes level 1's programs and nothing else.
+func TestFreshShapeCompilerInSandbox(t *testing.T) {
+	needBwrap(t)
+	_, r := freshExpectations(t, "s1", shapeBuild, "")
+	byLevel := map[string]int{}
+	for _, c := range r.Cases {
+		if c.Passed {
+			byLevel[strings.Split(c.Name, "/")[1]]++
+		}
+	}
+	if r.Passed > r.Total/4 || byLevel["level_1"] != r.Total/4 {
+		t.Errorf("shape compiler: %d/%d passed (by level %v), want exactly level 1's %d", r.Passed, r.Total, byLevel, r.Total/4)
+	}
+}
