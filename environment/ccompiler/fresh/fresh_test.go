@@ -157,6 +157,9 @@ func TestLevelFeatures(t *testing.T) {
 				if !level1.MatchString(src) {
 					bad = append(bad, "not one return of a constant expression")
 				}
+				if !strings.ContainsAny(strings.Split(src, "\n")[1], "+-*/%<>=!&|^~") {
+					bad = append(bad, "no operator")
+				}
 			case 2:
 				if has("[") || has("struct") || strings.Count(src, "(void) {") != 1 || strings.Count(src, "int main") != 1 {
 					bad = append(bad, "arrays, structs or functions")

@@ -188,7 +188,12 @@ func generate(level int, r *mrand.Rand) string {
 
 // level1: one integer expression of constants in return.
 func (w *writer) level1() {
+	// At least one operator: a bare constant could be a public case's
+	// very text (wacct's return_2.c).
 	e := w.g.expr(&scope{}, 2+w.g.intn(3))
+	for !strings.ContainsAny(e.text, "+-*/%<>=!&|^~") {
+		e = w.g.expr(&scope{}, 2+w.g.intn(3))
+	}
 	w.line("int %smain(void) {", sigil)
 	w.line("    return %s;", bare(e.text))
 	w.line("}")
