@@ -19,8 +19,7 @@ const Version = "fresh/1"
 const (
 	// PerLevel is the number of programs of each level.
 	PerLevel = 8
-	// Levels are the levels a suite has (Csmith's level 5 is opt-in:
-	// Options.Csmith).
+	// Levels are the levels a suite has (why no Csmith level 5: doc.go).
 	Levels = 4
 	// attempts bounds the regenerations of one program the oracle drops.
 	attempts = 8
@@ -98,7 +97,7 @@ func (s slot) rng(seed []byte) *mrand.Rand {
 	return mrand.New(mrand.NewChaCha8(key))
 }
 
-// Candidate is the source (file-scope names marked, see render) of the
+// candidate is the source (file-scope names marked, see render) of the
 // program in slot (level 1..4) for seed before the oracle judges it.
 func candidate(seed []byte, s slot) string {
 	return generate(s.level, s.rng(seed))

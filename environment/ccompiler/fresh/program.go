@@ -21,7 +21,6 @@ func render(src, prefix string) string {
 // writer builds a program's text.
 type writer struct {
 	g      *exprGen
-	level  int
 	b      strings.Builder
 	indent int
 	// fresh numbers new local names.
@@ -172,7 +171,7 @@ func (w *writer) checksum(sc *scope) string {
 
 // generate writes one program of level (1..4) from r.
 func generate(level int, r *mrand.Rand) string {
-	w := &writer{g: &exprGen{r: r, ternary: level >= 2}, level: level}
+	w := &writer{g: &exprGen{r: r, ternary: level >= 2}}
 	switch level {
 	case 1:
 		w.level1()
