@@ -158,6 +158,12 @@ lint: $(TOOLBIN)/staticcheck
 bench: setup build image
 	TRAJ_BIN=$(TRAJ) $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
+## bench-fresh: the fresh suite's cost (generation + gcc oracle) against one tree's
+## evaluation CPU, side by side (target <= 0.20; part of make bench too).
+.PHONY: bench-fresh
+bench-fresh: build
+	$(GO) test -run '^$$' -bench '^BenchmarkFreshOverhead$$' -benchtime 3x ./replay/evalbox
+
 ## report-png: build a sample store and batch report (out/report-sample/report.html)
 ## and screenshot it with Debian's headless Chromium to out/report.png.
 report-png:

@@ -91,6 +91,11 @@ type RunOptions struct {
 	// sandbox. Empty: a fresh one for this Run alone (a trusted tree
 	// tested once, nothing to reproduce).
 	Secret []byte
+	// Digest names what is evaluated: the digest of the build's
+	// artifacts (replay/evalbox) when known. The fresh programs are
+	// generated from HMAC(Secret, Digest); empty: the environment digests
+	// the built compiler itself (the C environment: ./cc).
+	Digest string
 }
 
 // BuildResult is the outcome of the workspace build.

@@ -26,6 +26,9 @@ type EnvironmentEvaluator struct {
 	Executor environment.Executor
 	// Secret is the store's evaluation secret (environment.RunOptions).
 	Secret []byte
+	// Digest goes to every run (environment.RunOptions): with Secret it
+	// keys the programs an evaluation generates (the fresh suite).
+	Digest string
 }
 
 // Version implements Evaluator.
@@ -60,7 +63,7 @@ func (e *EnvironmentEvaluator) RunBuilt(ctx context.Context, dir string, build e
 		}
 		workers = max(1, runtime.NumCPU()/trees)
 	}
-	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor, Secret: e.Secret}
+	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor, Secret: e.Secret, Digest: e.Digest}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
 	runs := make([]environment.Result, 0, len(paths))
 	for _, p := range paths {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/ccompiler/fresh"
 	"github.com/trajlab/traj/sandbox/xec"
 )
 
@@ -95,8 +96,10 @@ func New(cfg Config) (*Env, error) {
 	for i := range in {
 		h.Write(in[i].Bytes())
 	}
-	e := &Env{suites: map[string]suite{SuiteBasics: basics, SuiteCTestsuite: ctest, SuiteTorture: tort, SuiteTortureStd: std, SuiteWacct: wacct}}
-	e.order = []string{SuiteBasics, SuiteCTestsuite, SuiteTorture, SuiteTortureStd, SuiteWacct}
+	// The fresh suite's programs depend on its generator's version.
+	fmt.Fprintf(h, "%s\n", fresh.Version)
+	e := &Env{suites: map[string]suite{SuiteBasics: basics, SuiteCTestsuite: ctest, SuiteTorture: tort, SuiteTortureStd: std, SuiteWacct: wacct, SuiteFresh: freshSuite()}}
+	e.order = []string{SuiteBasics, SuiteCTestsuite, SuiteTorture, SuiteTortureStd, SuiteWacct, SuiteFresh}
 	e.version = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	e.paths = e.listPaths()
 	return e, nil
@@ -120,7 +123,7 @@ func (e *Env) listPaths() []string {
 		}
 		paths = append(paths, name)
 		switch name {
-		case SuiteBasics:
+		case SuiteBasics, SuiteFresh:
 			seen := map[string]bool{}
 			var cats []string
 			for _, c := range s.cases {
@@ -184,7 +187,7 @@ func (e *Env) cases(testPath string) ([]testCase, error) {
 	}
 	var out []testCase
 	switch p.Suite {
-	case SuiteBasics, SuiteWacct:
+	case SuiteBasics, SuiteWacct, SuiteFresh:
 		for _, c := range s.cases {
 			if c.group == p.Selector {
 				out = append(out, c)
@@ -296,6 +299,10 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		res.DurationMS = time.Since(start).Milliseconds()
 		return res, nil
 	}
+	if cases, err = fillFresh(ctx, cases, ws, o); err != nil {
+		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
+	}
+	res.Total, res.Cases = len(cases), make([]environment.CaseResult, len(cases))
 	tmp, err := os.MkdirTemp("", "traj-cc-*")
 	if err != nil {
 		return environment.Result{}, fmt.Errorf("make run folder: %w", err)

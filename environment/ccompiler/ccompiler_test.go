@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/ccompiler/fresh"
 )
 
 // Build scripts for test workspaces. Each makes ./cc.
@@ -688,6 +689,7 @@ func TestVersionSameAsSequentialLoad(t *testing.T) {
 	loadCTestsuite(root, h)
 	loadTorture(root, h)
 	loadWacct(root, h)
+	fmt.Fprintf(h, "%s\n", fresh.Version)
 	e, err := New(Config{TestsDir: root})
 	if err != nil {
 		t.Fatal(err)

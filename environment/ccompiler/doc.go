@@ -78,12 +78,22 @@
 //     that need GNU extensions, extra flags or target checks are left out
 //     by the rules in torture_skip.go. "all" does not run it (its cases are
 //     torture's).
+//   - fresh (generated, environment/ccompiler/fresh): 32 programs, 8 at
+//     each of four levels (fresh/level_<n>/prog_<k>.c), written for each
+//     evaluation once ./cc is built, from HMAC(RunOptions.Secret,
+//     RunOptions.Digest) (the artifacts' digest; without one, SHA-256 of
+//     ./cc's bytes); gcc on the host is the oracle. The program must exit
+//     with gcc's program's code and print what it printed (nothing). It
+//     needs gcc on PATH (else it is missing); it has no controls (no
+//     program of it exits 0 silently, and each is new per artifact). A
+//     high public score beside a low fresh one says the compiler fits the
+//     public tests rather than the language (see the fresh package).
 //
 // # Test paths
 //
 // all, basics, basics/<category>, wacct, wacct/chapter_<n>, c_testsuite,
 // c_testsuite/part_<n>, torture, torture/part_<n>, torture_std,
-// torture_std/part_<n>. Parts are fixed shards
+// torture_std/part_<n>, fresh, fresh/level_<n>. Parts are fixed shards
 // of ShardSize (50) cases of the suite sorted by name: part_1 is the first
 // 50. TestPaths lists only what exists given the fixtures present; "all"
 // runs basics plus every suite present. A path of a suite whose folder is

@@ -22,7 +22,9 @@ const (
 	// SuiteTortureStd is torture's standard-C subset; "all" leaves it out
 	// (its cases are torture's).
 	SuiteTortureStd = "torture_std"
-	PathAll         = "all"
+	// SuiteFresh is generated per evaluation (environment/ccompiler/fresh).
+	SuiteFresh = "fresh"
+	PathAll    = "all"
 )
 
 // TestPath is a parsed test path: a suite (or "all") and an optional
@@ -72,7 +74,7 @@ func ParseTestPath(s string) (TestPath, error) {
 		if hasSel {
 			return TestPath{}, fmt.Errorf("%w: %q: \"all\" takes no selector", environment.ErrUnknownPath, s)
 		}
-	case SuiteBasics, SuiteWacct, SuiteCTestsuite, SuiteTorture, SuiteTortureStd:
+	case SuiteBasics, SuiteWacct, SuiteCTestsuite, SuiteTorture, SuiteTortureStd, SuiteFresh:
 		if size, seed, ok := parseSample(sel); hasSel && ok {
 			p.N, p.Sample, p.Seed = size, true, seed
 			return p, nil
@@ -97,6 +99,14 @@ func parseSelector(p TestPath, s string, hasSel bool) (TestPath, error) {
 			n, ok := numbered(sel, "chapter_")
 			if !ok {
 				return TestPath{}, fmt.Errorf("%w: %q: want wacct/chapter_<n>", environment.ErrUnknownPath, s)
+			}
+			p.N = n
+		}
+	case SuiteFresh:
+		if hasSel {
+			n, ok := numbered(sel, "level_")
+			if !ok {
+				return TestPath{}, fmt.Errorf("%w: %q: want fresh/level_<n>", environment.ErrUnknownPath, s)
 			}
 			p.N = n
 		}

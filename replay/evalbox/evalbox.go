@@ -110,7 +110,8 @@ type Evaluator struct {
 	Cache replay.Cache
 	// Secret is the store's evaluation secret (source.EvalSecret), from
 	// which the cases' nonces derive: the same secret, the same result
-	// case by case. Read on the host; no action is shown it.
+	// case by case; with the artifacts' digest it also seeds the fresh
+	// suite's programs. Read on the host; no action is shown it.
 	Secret []byte
 
 	// inflight holds the artifacts being tested now, so evaluations of
@@ -293,6 +294,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		}
 	}
 	start := time.Now()
+	ev.Digest = key.Artifact // what the fresh suite's programs derive from
 	res, runs, err := ev.RunBuilt(ctx, shown, build, paths)
 	if err != nil {
 		return Payload{}, err

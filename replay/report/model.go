@@ -2,7 +2,9 @@
 // trajectory (agent, model, parts, turns, end reason, duration, tokens,
 // cost, latest pass rate per suite) and charts (pass rate by part, end
 // reasons), written as a self-contained HTML page (inline CSS and SVG, no
-// scripts, no network), CSV or JSON.
+// scripts, no network), CSV or JSON. Where a result holds the generated
+// fresh suite beside public ones, the row carries the public − fresh gap
+// per checkpoint (gap.go; JSON fresh_gap_by_part, a line in the page).
 package report
 
 import (
@@ -71,6 +73,10 @@ type Trajectory struct {
 	ByPart []Point `json:"pass_rate_by_part"`
 	// SuiteByPart is the pass rate by part per suite.
 	SuiteByPart map[string][]Point `json:"suite_pass_rate_by_part,omitempty"`
+	// FreshGap is the public suites' pass rate minus the fresh suite's at
+	// each part whose result has both (report.FreshSuite): a large gap
+	// says the compiler fits the public tests rather than the language.
+	FreshGap []Point `json:"fresh_gap_by_part,omitempty"`
 	// AgentByPart and AgentSuites are what the agent's own run_tests calls
 	// claimed: a separate series, never the score when another source
 	// exists.
@@ -162,9 +168,9 @@ func (t *Trajectory) setScores(sc Scores) {
 	s := sc.Score
 	t.RateSource, t.ByPart, t.SolvedAt, t.BestRate, t.BestPart, t.PassRate = "", []Point{}, 0, nil, 0, nil
 	t.SuspectPart, t.FixedLike = 0, 0
-	t.Suites, t.SuiteByPart = []SuiteRate{}, nil
+	t.Suites, t.SuiteByPart, t.FreshGap = []SuiteRate{}, nil, nil
 	if !s.Empty() {
-		t.RateSource, t.ByPart, t.Suites, t.SolvedAt = s.Source, s.Points, s.Latest, s.SolvedAt
+		t.RateSource, t.ByPart, t.Suites, t.SolvedAt, t.FreshGap = s.Source, s.Points, s.Latest, s.SolvedAt, s.FreshGap
 		if len(s.Suites) > 0 {
 			t.SuiteByPart = s.Suites
 		}

@@ -30,6 +30,9 @@ type Series struct {
 	Suites map[string][]Point `json:"suites,omitempty"`
 	// Latest is the newest counts per suite.
 	Latest []SuiteRate `json:"latest"`
+	// FreshGap is the public − fresh gap (gapAt) at each part whose
+	// result has both, ascending by part (measured sources only).
+	FreshGap []Point `json:"fresh_gap,omitempty"`
 	// SolvedAt is the first part whose result passed every case (0: none).
 	SolvedAt int `json:"solved_at,omitempty"`
 	// Drops are the parts where a suite passed fewer cases than at its
@@ -115,8 +118,13 @@ func EvaluationSeries(ev *replay.Output) Series {
 		if s.SolvedAt == 0 && pe.Total > 0 && pe.Passed == pe.Total {
 			s.SolvedAt = part
 		}
+		counts := map[string][2]int64{}
 		for name, su := range pe.Suites {
 			s.Suites[name] = append(s.Suites[name], Point{Part: part, Rate: su.PassRate})
+			counts[name] = [2]int64{int64(su.Passed), int64(su.Total)}
+		}
+		if gap, ok := gapAt(counts); ok {
+			s.FreshGap = append(s.FreshGap, Point{Part: part, Rate: gap})
 		}
 	}
 	if n := len(parts); n > 0 {
@@ -180,6 +188,13 @@ func GroundTruthSeries(results []trace.GroundTruth) Series {
 		s.Points = append(s.Points, Point{Part: part, Rate: groundTruthRate(g, cases)})
 		if g.FixedLike > 0 {
 			s.FixedLike[part] = int(g.FixedLike)
+		}
+		counts := map[string][2]int64{}
+		for _, su := range g.Suites {
+			counts[su.Path] = [2]int64{su.Passed, su.Total}
+		}
+		if gap, ok := gapAt(counts); ok {
+			s.FreshGap = append(s.FreshGap, Point{Part: part, Rate: gap})
 		}
 		for _, su := range g.Suites {
 			s.Suites[su.Path] = append(s.Suites[su.Path], Point{Part: part, Rate: replay.PassRate(int(su.Passed), int(su.Total))})

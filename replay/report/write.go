@@ -220,6 +220,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		return strconv.Itoa(p)
 	},
 	"dash":    orDash,
+	"gap":     gapLabel,
 	"harness": harnessLabel,
 	"lineage": lineage,
 	"suites":  suiteList,
@@ -327,7 +328,7 @@ svg .mark{stroke-width:1;stroke-dasharray:2 2}svg .marklab{fill:#57606a;font-siz
 <table>
 <thead><tr><th>trajectory</th><th>harness</th><th>model</th><th class="num">parts</th><th class="num">turns</th><th>end reason</th><th class="num">duration</th><th class="num">tokens</th><th class="num">cost</th><th>pass rate</th><th>latest per suite</th></tr></thead>
 <tbody>
-{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}{{with lineage .}}<br><span class="muted">{{.}}</span>{{end}}</td><td>{{dash (harness .)}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}{{if .SuspectPart}}<br><span class="reason suspect" title="cases whose program did what a program ignoring its input does">suspect from part {{.SuspectPart}}{{if .FixedLike}} ({{.FixedLike}} fixed-like){{end}}</span>{{end}}</td><td>{{suites .}}</td></tr>
+{{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}{{with lineage .}}<br><span class="muted">{{.}}</span>{{end}}</td><td>{{dash (harness .)}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}{{if .SuspectPart}}<br><span class="reason suspect" title="cases whose program did what a program ignoring its input does">suspect from part {{.SuspectPart}}{{if .FixedLike}} ({{.FixedLike}} fixed-like){{end}}</span>{{end}}{{with gap .}}<br><span class="muted">{{.}}</span>{{end}}</td><td>{{suites .}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .Single}}{{range .Trajectories}}
@@ -411,4 +412,24 @@ func ChromiumArgs(profileDir, png, page string) []string {
 	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + profileDir, "--screenshot=" + png, "--window-size=1200,1600", "file://" + page}
+}
+
+// gapLabel is a row's public − fresh gap: the latest and the widest, in
+// percentage points; "" without one.
+func gapLabel(t Trajectory) string {
+	if len(t.FreshGap) == 0 {
+		return ""
+	}
+	last, wide := t.FreshGap[len(t.FreshGap)-1], t.FreshGap[0]
+	for _, p := range t.FreshGap {
+		if p.Rate > wide.Rate {
+			wide = p
+		}
+	}
+	pts := func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) }
+	s := "public − fresh: " + pts(last.Rate) + " pts at part " + strconv.Itoa(last.Part)
+	if wide.Part != last.Part {
+		s += " (widest " + pts(wide.Rate) + " at part " + strconv.Itoa(wide.Part) + ")"
+	}
+	return s
 }
