@@ -183,8 +183,8 @@ func judge(cases []testCase, results []environment.CaseResult, neighbour []int, 
 	// Unguarded runnable cases first (hidden neighbours too): a refusal
 	// below reads its neighbour's final verdict.
 	for i, c := range cases {
-		if c.nonce != 0 || c.exitCode == nil || c.expectReject {
-			continue
+		if c.nonce != 0 || c.exitCode == nil || c.expectReject || strings.HasPrefix(c.name, SuiteFresh+"/") {
+			continue // guarded, not runnable, or fresh (its own evidence)
 		}
 		r := &results[i]
 		r.Unguarded = true
