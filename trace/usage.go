@@ -14,7 +14,12 @@ type Usage struct {
 	unattributed                    *Unattributed
 	gateway                         bool
 	claims                          map[int]Claim
+	calls                           int
 }
+
+// ModelCalls is how many calls the model gateway's record held (0: the
+// trace does not say).
+func (u *Usage) ModelCalls() int { return u.calls }
 
 // AddPart adds p's tokens and cost.
 func (u *Usage) AddPart(p *Part) {
@@ -66,7 +71,7 @@ func (u *Usage) End(e *SessionEnd) {
 	if e != nil {
 		u.endTokens, u.endCost = e.Tokens, e.Cost
 		u.endHarnessTokens, u.endHarnessCost = e.HarnessTokens, e.HarnessCost
-		u.unattributed, u.gateway = e.Unattributed, e.ModelCalls > 0
+		u.unattributed, u.gateway, u.calls = e.Unattributed, e.ModelCalls > 0, e.ModelCalls
 	}
 }
 

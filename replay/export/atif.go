@@ -172,6 +172,7 @@ type atifMessage struct {
 	partUsage                     trace.Tokens // the usage traj attributed to the parts
 	partCost                      float64
 	partHasUsage                  bool
+	seqs                          map[int]int // model gateway calls of the parts (part.model_call)
 }
 
 // atifChild is a sub-agent session's entries, spilled to a file.
@@ -309,7 +310,10 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 		sess = e.sessions.root
 	}
 	m := e.pending[sess]
-	if m != nil && (m.messageID != p.MessageID || p.MessageID == "") {
+	// One entry per model response: a message, or, when the parts name
+	// the model gateway's calls, one call.
+	if m != nil && (m.messageID != p.MessageID || p.MessageID == "" ||
+		(p.ModelCall != nil && m.seqs[p.ModelCall.Seq] == 0 && len(m.seqs) > 0)) {
 		if err := e.flush(sess); err != nil {
 			return err
 		}
@@ -367,6 +371,12 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 			}
 		}
 		m.results = append(m.results, r)
+	}
+	if p.ModelCall != nil {
+		if m.seqs == nil {
+			m.seqs = map[int]int{}
+		}
+		m.seqs[p.ModelCall.Seq]++
 	}
 	if p.Tokens != nil {
 		m.partUsage.Add(*p.Tokens)
@@ -489,6 +499,19 @@ func (e *atifExport) flush(session string) error {
 	var tokens trace.Tokens
 	var cost float64
 	switch {
+	case len(m.seqs) > 0:
+		// The model gateway's record, shared among the call's parts.
+		tokens, cost = m.partUsage, m.partCost
+		ent.Metrics = metricsOf(tokens, &cost)
+		n := len(m.seqs)
+		ent.LLMCallCount = &n
+		seqs := make([]int, 0, n)
+		for s := range m.seqs {
+			seqs = append(seqs, s)
+		}
+		slices.Sort(seqs)
+		traj["model_calls"] = seqs
+		traj["metrics_source"] = "model gateway"
 	case m.callsSeen > 0:
 		tokens, cost = m.callUsage, m.callCost
 		ent.Metrics = metricsOf(tokens, &cost)
