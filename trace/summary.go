@@ -38,7 +38,7 @@ type Summary struct {
 	Tokens           *Tokens  `json:"tokens,omitempty"`
 	Cost             *float64 `json:"cost,omitempty"`
 	// TokensSource says whose totals Tokens and Cost are: "model_gateway"
-	// (the record's sums) or "harness" (older traces).
+	// (the record's sums), absent for older traces (the harness's).
 	TokensSource  string            `json:"tokens_source,omitempty"`
 	ModelCalls    int               `json:"model_calls,omitempty"`
 	HarnessTokens *Tokens           `json:"harness_tokens,omitempty"`
@@ -128,14 +128,9 @@ func Summarize(r io.Reader) (*Summary, error) {
 		s.FinalCommit = lastCommit
 	}
 	s.Tokens, s.Cost = usage.Tokens(), usage.Cost()
-	if s.Tokens != nil || s.Cost != nil {
-		s.TokensSource = "harness"
-		if usage.FromGateway() {
-			s.TokensSource = "model_gateway"
-		}
-	}
-	s.ModelCalls, s.Unattributed = usage.ModelCalls(), usage.Unattributed()
 	if usage.FromGateway() {
+		s.TokensSource = "model_gateway"
+		s.ModelCalls, s.Unattributed = usage.ModelCalls(), usage.Unattributed()
 		s.HarnessTokens, s.HarnessCost = usage.HarnessTokens(), usage.HarnessCost()
 	}
 	s.Tests = []TestResult{}
