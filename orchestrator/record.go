@@ -400,7 +400,7 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
-	if err := gatewayTotals(&end, filepath.Join(p.Dir, store.ModelCallsName), out); err != nil {
+	if err := GatewayTotals(&end, filepath.Join(p.Dir, store.ModelCallsName), out.Tokens, out.Cost, out.Claims); err != nil {
 		log.Warn("model-call record: totals stay the harness's", "err", err)
 	}
 	tok, cost = *end.Tokens, *end.Cost
@@ -497,11 +497,12 @@ func mergeClaims(a, b map[int]trace.Claim) map[int]trace.Claim {
 	return out
 }
 
-// gatewayTotals makes end's totals the sums of the model gateway's record
-// (model_calls.jsonl), keeps the harness's beside them, and records what
-// no part claims as unattributed. A run without a record (none was
-// kept) keeps the harness's totals.
-func gatewayTotals(end *trace.SessionEnd, record string, out engine.Outcome) error {
+// GatewayTotals makes end's totals the sums of the model gateway's record
+// (model_calls.jsonl), keeps the harness's (harness, harnessCost) beside
+// them, and records what no part claims (claims: the parts' claims on each
+// call) as unattributed. A run without a record (none was kept) keeps
+// end's totals. The finish of a run and `traj trace finalize` call it.
+func GatewayTotals(end *trace.SessionEnd, record string, harness trace.Tokens, harnessCost float64, claims map[int]trace.Claim) error {
 	if _, err := os.Stat(record); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -520,10 +521,9 @@ func gatewayTotals(end *trace.SessionEnd, record string, out engine.Outcome) err
 	if err != nil {
 		return err
 	}
-	htok, hcost := out.Tokens, out.Cost
-	end.HarnessTokens, end.HarnessCost = &htok, &hcost
+	end.HarnessTokens, end.HarnessCost = &harness, &harnessCost
 	tok, cost := totals.Tokens, totals.Cost
 	end.Tokens, end.Cost, end.ModelCalls = &tok, &cost, totals.Calls
-	end.Unattributed = trace.Unclaimed(calls, out.Claims)
+	end.Unattributed = trace.Unclaimed(calls, claims)
 	return nil
 }
