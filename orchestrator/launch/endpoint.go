@@ -178,15 +178,13 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		upstream = playback.BaseURL(ln.Addr())
 	}
 	var record *os.File
-	firstSeq := 0
+	var prior model.Totals
 	if spec.Record != "" {
 		// A resumed trajectory appends to its record: seq goes on.
 		if _, err := os.Stat(spec.Record); err == nil {
-			t, err := model.ReadRecord(spec.Record, nil)
-			if err != nil {
+			if prior, err = model.ReadRecord(spec.Record, nil); err != nil {
 				return nil, err
 			}
-			firstSeq = t.LastSeq
 		}
 		if record, err = os.OpenFile(spec.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return nil, fmt.Errorf("model-call record: %w", err)
@@ -197,7 +195,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	ep.Secrets = append(ep.Secrets, token)
 	opts := model.Options{Upstream: upstream, APIKey: key, Token: token, Price: spec.Price, Varying: spec.Varying,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Parts: spec.Parts, OnResponse: spec.OnResponse,
-		OnCallStart: spec.OnCallStart, OnCall: spec.OnCall, FirstSeq: firstSeq, Logger: spec.Logger}
+		OnCallStart: spec.OnCallStart, OnCall: spec.OnCall, Prior: prior, Logger: spec.Logger}
 	if record != nil {
 		opts.Record = record
 	}

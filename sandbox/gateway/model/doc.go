@@ -42,7 +42,7 @@
 // left out), which it attributes to the parts it produced
 // (orchestrator/engine ModelCalls); the record's sums are every total of
 // the trajectory. A resumed trajectory's gateway goes on from the record's
-// last seq (FirstSeq). Call Record.Totals (or ReadRecord) to add a record up.
+// last seq, its budgets counting the calls before (Options.Prior). Call Record.Totals (or ReadRecord) to add a record up.
 //
 // # Budgets and failures
 //

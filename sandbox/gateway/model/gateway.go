@@ -57,9 +57,10 @@ type Options struct {
 	// (engine.ModelCalls).
 	OnCallStart func()
 	OnCall      func(Call)
-	// FirstSeq is the sequence number of the record's last call before
-	// this gateway (a resumed trajectory appends to its record).
-	FirstSeq int
+	// Prior adds up the record's calls before this gateway (a resumed
+	// trajectory appends to its record): seq goes on from its LastSeq and
+	// the budgets count them.
+	Prior Totals
 	// DialTimeout bounds connecting to the upstream. Default 5 s.
 	DialTimeout time.Duration
 	// MaxResponseBytes caps the verbatim response kept in the record (the
@@ -141,7 +142,7 @@ func New(opts Options) (*Gateway, error) {
 		ForceAttemptHTTP2:     true,
 		ResponseHeaderTimeout: 10 * time.Minute, // a model may think long before its first byte
 	}
-	return &Gateway{opts: opts, upstream: u, client: &http.Client{Transport: tr}, done: make(chan struct{}), seq: opts.FirstSeq}, nil
+	return &Gateway{opts: opts, upstream: u, client: &http.Client{Transport: tr}, done: make(chan struct{}), seq: opts.Prior.LastSeq, totals: opts.Prior}, nil
 }
 
 // Endpoint is the upstream, for messages.

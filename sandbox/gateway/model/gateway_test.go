@@ -124,7 +124,7 @@ func TestForwardsAndRecordsThreeAPIs(t *testing.T) {
 	parts := 7
 	var mu sync.Mutex
 	started, told := 0, []Call{}
-	g, base := newGateway(t, Options{Upstream: up, Record: rec, Price: price, Parts: func() int { return parts }, FirstSeq: 4,
+	g, base := newGateway(t, Options{Upstream: up, Record: rec, Price: price, Parts: func() int { return parts }, Prior: Totals{LastSeq: 4},
 		OnCallStart: func() { mu.Lock(); started++; mu.Unlock() },
 		OnCall:      func(c Call) { mu.Lock(); told = append(told, c); mu.Unlock() }})
 
