@@ -191,4 +191,9 @@ func TestHarnessTokenBudget(t *testing.T) {
 	if answered < 2 || refused < 1 || total < budget {
 		t.Errorf("%d calls answered (%d tokens), %d refused", answered, total, refused)
 	}
+	// The trace's totals are the budget's: the record's sums, the
+	// refused calls unattributed.
+	if e := res.End; e.Tokens == nil || e.Tokens.Total() != total || e.Unattributed == nil || len(e.Unattributed.Calls) < refused {
+		t.Errorf("session_end tokens %+v unattributed %+v, the record's %d tokens and %d refused calls", e.Tokens, e.Unattributed, total, refused)
+	}
 }
