@@ -34,8 +34,10 @@ type ModelCall struct {
 
 // DefaultCallWait is how long a part waits for the model call it came
 // from to be recorded (the harness can finish a part a moment before the
-// gateway has read the response's end).
-const DefaultCallWait = 5 * time.Second
+// gateway has read the response's end: milliseconds). A part no call
+// will match (a sub-agent's beside its parent's calls) waits this long,
+// so it stays short.
+const DefaultCallWait = 2 * time.Second
 
 // ModelCalls attributes each recorded part to the model gateway's call
 // that produced it, and gives the part its share of the call's tokens
@@ -68,6 +70,7 @@ type ModelCalls struct {
 
 type callEntry struct {
 	c     ModelCall
+	index int // in ModelCalls.calls
 	taken []bool
 	// pos is the first output the order match may take.
 	pos int
@@ -88,7 +91,7 @@ func (m *ModelCalls) Completed(c ModelCall) {
 	if m.inflight > 0 {
 		m.inflight--
 	}
-	e := &callEntry{c: c, taken: make([]bool, len(c.Outputs))}
+	e := &callEntry{c: c, taken: make([]bool, len(c.Outputs)), index: len(m.calls)}
 	m.calls = append(m.calls, e)
 	if m.byTool == nil {
 		m.byTool, m.byResp, m.byMsg = map[string]*callEntry{}, map[string]*callEntry{}, map[string]*callEntry{}
@@ -272,11 +275,7 @@ func (m *ModelCalls) take(e *callEntry, slot int, p agent.Part, join string) *At
 			a.Cost = &c
 		}
 	}
-	for i, c := range m.calls {
-		if c == e && i > m.latest {
-			m.latest = i
-		}
-	}
+	m.latest = max(m.latest, e.index)
 	if p.MessageID != "" && !m.MessagePerTurn {
 		m.byMsg[p.MessageID] = e
 	}
