@@ -419,7 +419,11 @@ func (s *Server) apiPart(w http.ResponseWriter, r *http.Request) {
 		d.SpawnedBy = spawnedBy(snap, d.Session)
 	}
 	if snap.calls != nil {
-		if rows := snap.calls.forPart(d.Part, d.MessageID, d.CallID); rows != nil {
+		seq := 0
+		if d.ModelCall != nil {
+			seq = d.ModelCall.Seq
+		}
+		if rows := snap.calls.forPart(d.Part, d.MessageID, d.CallID, seq); rows != nil {
 			d.GatewayCalls = rows
 		}
 	}
