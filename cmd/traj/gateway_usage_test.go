@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/trajlab/traj/replay/export"
+	"github.com/trajlab/traj/replay/view"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
@@ -34,12 +38,13 @@ var gatewayUsageCases = []struct {
 // TestGatewayUsage records a trajectory with each real harness and the
 // scripted model, cut by --max-parts mid-turn (how most long runs end),
 // and holds every total to the model gateway's record: the trace's
-// session_end, `traj trace show`, `traj report`, the Parquet trajectory
-// row and ATIF's final metrics equal the sums of model_calls.jsonl to
+// session_end, `traj trace show`, `traj report`, the viewer's summary, the
+// Parquet trajectory row and ATIF's final metrics equal the sums of model_calls.jsonl to
 // the token and the cent; the parts' tokens plus session_end.unattributed
 // equal them too (in the trace, in Parquet's parts and in ATIF's
-// entries); every part names the call it came from and that call is a
-// line of the record. Codex, whose exec stream carries no model ids, has
+// entries, one per model call); every part names the call it came from
+// and that call is a line of the record (in the trace, the viewer's part
+// detail and Parquet's model_call_seq). Codex, whose exec stream carries no model ids, has
 // a message per model response and tokens on at least 80 % of its parts.
 // Each subtest records a real trajectory: run one at a time
 // (-run 'TestGatewayUsage/codex').
@@ -208,9 +213,66 @@ func TestGatewayUsage(t *testing.T) {
 			}
 			cents("report", *report.Trajectories[0].Cost)
 
+			checkViewUsage(t, st, id, gw, parts)
 			checkParquetUsage(t, st, id, gw, e.Unattributed)
 			checkATIFUsage(t, st, id, gw, e.Unattributed, len(messages))
 		})
+	}
+}
+
+// checkViewUsage holds the viewer's trajectory totals to the gateway's
+// and each part's detail to its call: the record's row of that seq.
+func checkViewUsage(t *testing.T, st, id string, gw model.Totals, parts []*trace.Part) {
+	t.Helper()
+	srv, err := view.New(t.Context(), view.Options{StoreURL: st, CacheDir: t.TempDir(), Token: "usage", Poll: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	jar, _ := cookiejar.New(nil)
+	cl := &http.Client{Jar: jar}
+	get := func(path string, v any) {
+		t.Helper()
+		resp, err := cl.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		if v != nil {
+			if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+		}
+	}
+	get("/?token=usage", nil)
+	var list struct {
+		Trajectories []view.Summary `json:"trajectories"`
+	}
+	for range 600 { // the summary is "indexing" until the index is built
+		get("/api/trajectories", &list)
+		if len(list.Trajectories) == 1 && !list.Trajectories[0].Pending {
+			break
+		}
+	}
+	if len(list.Trajectories) != 1 || list.Trajectories[0].Pending {
+		t.Fatalf("view: no summary of %s: %+v", id, list.Trajectories)
+	}
+	s := list.Trajectories[0]
+	if s.Tokens == nil || *s.Tokens != gw.Tokens || s.Cost == nil || math.Round(*s.Cost*100) != math.Round(gw.Cost*100) ||
+		s.HarnessTokens == nil || s.Unattributed == nil {
+		t.Errorf("view summary tokens %+v cost %v (harness %v, unattributed %v), the gateway's %+v $%.6f",
+			s.Tokens, s.Cost, s.HarnessTokens, s.Unattributed, gw.Tokens, gw.Cost)
+	}
+	for _, p := range parts {
+		var d view.Detail
+		get(fmt.Sprintf("/api/t/%s/parts/%d", id, p.Part), &d)
+		if d.ModelCall == nil || len(d.GatewayCalls) != 1 || d.GatewayCalls[0].Seq != d.ModelCall.Seq {
+			t.Errorf("view part %d: model call %+v, the record's rows %+v", p.Part, d.ModelCall, d.GatewayCalls)
+		}
 	}
 }
 
