@@ -154,7 +154,11 @@ type atifExport struct {
 	// then on an entry's metrics come only from it (the parts' usage is
 	// the same numbers, attributed later). unattached is per-call usage
 	// whose message was no longer open.
-	perCall    bool
+	perCall bool
+	// gateway is set once a part names a model gateway call: the
+	// entries' metrics are the gateway's, the harness's usage parts
+	// are left out.
+	gateway    bool
 	unattached *trace.Tokens
 	unattCost  float64
 }
@@ -299,6 +303,9 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 		return err
 	}
 	e.usage.AddPart(p)
+	if p.ModelCall != nil {
+		e.gateway = true
+	}
 	// The harness's per-call usage comes in uncounted parts after the
 	// call's last part: attach it to that message before this part may
 	// close it.
@@ -432,6 +439,11 @@ func (e *atifExport) callUsage(raw json.RawMessage) {
 
 // addCallUsage adds one call's usage the reader found.
 func (e *atifExport) addCallUsage(u usage) {
+	if e.gateway {
+		// The parts carry the model gateway's usage; the harness's own
+		// is in session_end.harness_tokens.
+		return
+	}
 	e.perCall = true
 	for _, m := range e.pending {
 		if m.messageID == u.MessageID {
