@@ -252,8 +252,8 @@ func (v *validation) end(loc docLoc) error {
 	var t struct {
 		TrajectoryID string `json:"trajectory_id"`
 		SessionEnd   *struct {
-			TotalParts     int     `json:"total_parts"`
-			TotalTurns     int     `json:"total_turns"`
+			TotalParts     int           `json:"total_parts"`
+			TotalTurns     int           `json:"total_turns"`
 			FinalGitCommit *string       `json:"final_git_commit"`
 			Tokens         *Tokens       `json:"tokens"`
 			Unattributed   *Unattributed `json:"unattributed"`
