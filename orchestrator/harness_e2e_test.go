@@ -122,14 +122,16 @@ func TestHarnessesKillResume(t *testing.T) {
 			if n := countParts(tr); n != 20 || tr.SessionEnd == nil || tr.SessionEnd.Reason != trace.EndPartLimit {
 				t.Errorf("resumed run: %d parts, end %+v; want exactly 20 and part_limit", n, tr.SessionEnd)
 			}
-			// The record holds every call of both runs: at least the trace's tokens.
+			// The record holds every call of both runs, and they are the
+			// trace's totals (seq going on across the resume).
 			tot, err := model.ReadRecord(filepath.Join(dir, store.ModelCallsName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			u := tr.Usage()
-			if got := u.Tokens(); got == nil || got.Total() > tot.Tokens.Total() {
-				t.Errorf("trace tokens %+v exceed the model-call record's %+v", got, tot.Tokens)
+			if got := u.Tokens(); got == nil || *got != tot.Tokens || tot.LastSeq != tot.Calls || tr.SessionEnd.ModelCalls != tot.Calls {
+				t.Errorf("trace tokens %+v over %d calls, the model-call record's %+v over %d calls (last seq %d)",
+					got, tr.SessionEnd.ModelCalls, tot.Tokens, tot.Calls, tot.LastSeq)
 			}
 			out, err := exec.Command(traj, "replay", "verify", id, "--store", st).CombinedOutput()
 			if err != nil {
@@ -190,5 +192,10 @@ func TestHarnessTokenBudget(t *testing.T) {
 	}
 	if answered < 2 || refused < 1 || total < budget {
 		t.Errorf("%d calls answered (%d tokens), %d refused", answered, total, refused)
+	}
+	// The trace's totals are the budget's: the record's sums, the
+	// refused calls unattributed.
+	if e := res.End; e.Tokens == nil || e.Tokens.Total() != total || e.Unattributed == nil || len(e.Unattributed.Calls) < refused {
+		t.Errorf("session_end tokens %+v unattributed %+v, the record's %d tokens and %d refused calls", e.Tokens, e.Unattributed, total, refused)
 	}
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
@@ -50,6 +52,8 @@ type Recorded struct {
 	// Tokens and Cost are the trajectory's totals so far (trace.Usage).
 	Tokens trace.Tokens
 	Cost   float64
+	// Claims are what the recorded parts claimed of each model call.
+	Claims map[int]trace.Claim
 	// Calls are the recorded run_tests calls, for the test status.
 	Calls []trace.EnvoiCall
 	// LastBundled is the newest commit already in a history bundle.
@@ -164,6 +168,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
 	responseTools := &engine.ResponseTools{}
 	lspec.OnModelResponse = responseTools.Announce
+	modelCalls := &engine.ModelCalls{MessagePerTurn: turnMessages(opts.Agent)}
+	lspec.OnModelCallStart, lspec.OnModelCall = modelCalls.Started, func(c model.Call) { modelCalls.Completed(engineCall(c)) }
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
 		lspec.ForkAt, lspec.SourceModel = opts.Rerun.ForkAt, opts.Rerun.SourceModel
@@ -225,7 +231,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		StallTimeout: opts.StallTimeout, PromptBefore: forkPrompt(opts),
 		Now: opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
-		GatewayCalls: ledger, ResponseTools: responseTools, CountTools: lateToolEvents(ag.Harness),
+		GatewayCalls: ledger, ResponseTools: responseTools, CountTools: lateToolEvents(ag.Harness), ModelCalls: modelCalls,
 	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
@@ -240,6 +246,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// Session totals cover the whole trajectory.
 	out.Tokens.Add(rec.Tokens)
 	out.Cost += rec.Cost
+	out.Claims = mergeClaims(rec.Claims, out.Claims)
 	if loopErr != nil {
 		log.Error("recording stopped", "err", loopErr)
 		if out.Detail == "" {
@@ -393,6 +400,10 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	tok, cost := out.Tokens, out.Cost
 	end.Tokens, end.Cost = &tok, &cost
+	if err := GatewayTotals(&end, filepath.Join(p.Dir, store.ModelCallsName), out.Tokens, out.Cost, out.Claims); err != nil {
+		log.Warn("model-call record: totals stay the harness's", "err", err)
+	}
+	tok, cost = *end.Tokens, *end.Cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)
 	if err != nil {
 		// The trace could not be closed (changed behind the writer, disk
@@ -455,4 +466,64 @@ func (c partCounter) Report(ev progress.Event) {
 func lateToolEvents(name string) bool {
 	h, err := harness.Lookup(name)
 	return err == nil && h.LateToolEvents
+}
+
+// turnMessages: the harness's message ids name a turn, not a response.
+func turnMessages(name string) bool {
+	h, err := harness.Lookup(name)
+	return err == nil && h.TurnMessages
+}
+
+// engineCall is what the recorder keeps of a model call to attribute it.
+func engineCall(c model.Call) engine.ModelCall {
+	return engine.ModelCall{Seq: c.Seq, Model: c.Model, LatencyMS: c.LatencyMS, ResponseID: c.ResponseID,
+		ToolCallIDs: c.ToolCallIDs, Outputs: c.Outputs, Tools: c.Tools, Tokens: c.Tokens, Cost: c.Cost,
+		Failed: c.Status >= 400 || c.Status == 0 || c.Error != ""}
+}
+
+// mergeClaims adds b's claims to a's (either may be nil).
+func mergeClaims(a, b map[int]trace.Claim) map[int]trace.Claim {
+	out := map[int]trace.Claim{}
+	for _, m := range []map[int]trace.Claim{a, b} {
+		for seq, c := range m {
+			o := out[seq]
+			o.Parts += c.Parts
+			o.Shares += c.Shares
+			o.Tokens.Add(c.Tokens)
+			o.Cost += c.Cost
+			out[seq] = o
+		}
+	}
+	return out
+}
+
+// GatewayTotals makes end's totals the sums of the model gateway's record
+// (model_calls.jsonl), keeps the harness's (harness, harnessCost) beside
+// them, and records what no part claims (claims: the parts' claims on each
+// call) as unattributed. A run without a record (none was kept) keeps
+// end's totals. The finish of a run and `traj trace finalize` call it.
+func GatewayTotals(end *trace.SessionEnd, record string, harness trace.Tokens, harnessCost float64, claims map[int]trace.Claim) error {
+	if _, err := os.Stat(record); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var calls []trace.CallUsage
+	totals, err := model.ReadRecord(record, func(c model.Call) error {
+		u := trace.CallUsage{Seq: c.Seq, Outputs: len(c.Outputs)}
+		if c.Tokens != nil {
+			u.Tokens = *c.Tokens
+		}
+		if c.Cost != nil {
+			u.Cost = *c.Cost
+		}
+		calls = append(calls, u)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	end.HarnessTokens, end.HarnessCost = &harness, &harnessCost
+	tok, cost := totals.Tokens, totals.Cost
+	end.Tokens, end.Cost, end.ModelCalls = &tok, &cost, totals.Calls
+	end.Unattributed = trace.Unclaimed(calls, claims)
+	return nil
 }

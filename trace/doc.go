@@ -57,8 +57,24 @@
 // its objects in order when the part is built from several, as a CLI
 // harness's tool call and result), other_parts (uncounted
 // parts since the previous counted one, verbatim), tokens {input, output,
-// reasoning, cache_read, cache_write}, cost, ground_truth and
-// gateway_calls.
+// reasoning, cache_read, cache_write}, cost, model_call, harness_tokens,
+// harness_cost, ground_truth and gateway_calls.
+//
+// Usage (traj). model_call {seq, model, latency_ms, outputs, join} names
+// the model gateway's call a part came from (seq: its line of
+// model_calls.jsonl; join: how it was matched: tool_call_id, response_id,
+// message, order). A part's tokens and cost are then its share of that
+// call (the call's divided evenly among its outputs, the remainder on the
+// first) and harness_tokens/harness_cost what the harness itself reported
+// in the part's interval. session_end's tokens and cost are the sums of
+// the gateway's record when session_end.model_calls (its number of calls)
+// is set, with the harness's totals beside (harness_tokens, harness_cost)
+// and unattributed {tokens, cost, calls: [{seq, tokens, cost, outputs,
+// claimed}]}: the usage no part claims (a call cut by the budget, a
+// retried or side call). The parts' tokens plus unattributed equal
+// session_end.tokens (Validate checks it). Traces without model_call
+// (recorded before) keep the harness's counts in tokens and cost; they
+// read as before. trace.Usage is the one owner of these totals.
 //
 // gateway_calls (traj, on a part and on session_end) lists the calls the
 // tool gateway answered that no harness part carries: the agent read the

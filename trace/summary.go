@@ -33,11 +33,18 @@ type Summary struct {
 	GroundTruth *GroundTruth `json:"ground_truth,omitempty"`
 	// GroundTruthTrees counts the ground-truth results; SolvedAt is the
 	// part whose checkpoint first passed every required path (0: none).
-	GroundTruthTrees int               `json:"ground_truth_trees,omitempty"`
-	SolvedAt         int               `json:"solved_at,omitempty"`
-	Tokens           *Tokens           `json:"tokens,omitempty"`
-	Cost             *float64          `json:"cost,omitempty"`
-	Artifacts        map[string]string `json:"artifacts,omitempty"`
+	GroundTruthTrees int      `json:"ground_truth_trees,omitempty"`
+	SolvedAt         int      `json:"solved_at,omitempty"`
+	Tokens           *Tokens  `json:"tokens,omitempty"`
+	Cost             *float64 `json:"cost,omitempty"`
+	// TokensSource says whose totals Tokens and Cost are: "model_gateway"
+	// (the record's sums), absent for older traces (the harness's).
+	TokensSource  string            `json:"tokens_source,omitempty"`
+	ModelCalls    int               `json:"model_calls,omitempty"`
+	HarnessTokens *Tokens           `json:"harness_tokens,omitempty"`
+	HarnessCost   *float64          `json:"harness_cost,omitempty"`
+	Unattributed  *Unattributed     `json:"unattributed,omitempty"`
+	Artifacts     map[string]string `json:"artifacts,omitempty"`
 }
 
 // TestResult is the best result seen for one test path: the most passed
@@ -121,6 +128,11 @@ func Summarize(r io.Reader) (*Summary, error) {
 		s.FinalCommit = lastCommit
 	}
 	s.Tokens, s.Cost = usage.Tokens(), usage.Cost()
+	if usage.FromGateway() {
+		s.TokensSource = "model_gateway"
+		s.ModelCalls, s.Unattributed = usage.ModelCalls(), usage.Unattributed()
+		s.HarnessTokens, s.HarnessCost = usage.HarnessTokens(), usage.HarnessCost()
+	}
 	s.Tests = []TestResult{}
 	for _, b := range best {
 		s.Tests = append(s.Tests, *b)
@@ -176,6 +188,19 @@ func (s *Summary) WriteText(out io.Writer) error {
 	}
 	if s.Cost != nil {
 		row("cost", fmt.Sprintf("$%.4f", *s.Cost))
+	}
+	if s.TokensSource == "model_gateway" {
+		row("usage from", fmt.Sprintf("the model gateway's record (%d calls)", s.ModelCalls))
+		if u := s.Unattributed; u != nil {
+			row("unattributed", fmt.Sprintf("%d tokens, $%.4f (%d calls no part claims in full)", u.Tokens.Total(), u.Cost, len(u.Calls)))
+		}
+		if t := s.HarnessTokens; t != nil {
+			hc := 0.0
+			if s.HarnessCost != nil {
+				hc = *s.HarnessCost
+			}
+			row("harness usage", fmt.Sprintf("%d tokens, $%.4f (what the harness reported)", t.Total(), hc))
+		}
 	}
 	if len(s.Artifacts) > 0 {
 		keys := make([]string, 0, len(s.Artifacts))

@@ -147,10 +147,21 @@ type Part struct {
 	// OtherParts are uncounted parts (step-start, step-finish, user parts,
 	// …) completed since the previous counted part, verbatim (traj).
 	OtherParts []json.RawMessage `json:"other_parts,omitempty"`
-	// Tokens and Cost are what the model reported in this part's interval,
-	// attributed to the part at which the server reported them (traj).
+	// Tokens and Cost are the part's usage (traj). With ModelCall: the
+	// part's share of its model call as the model gateway recorded it
+	// (the call's tokens divided evenly among its outputs). Without
+	// (traces recorded before the gateway's attribution): what the
+	// harness reported in the part's interval.
 	Tokens *Tokens  `json:"tokens,omitempty"`
 	Cost   *float64 `json:"cost,omitempty"`
+	// ModelCall is the model gateway's call that produced the part
+	// (traj): its seq joins model_calls.jsonl.
+	ModelCall *PartCall `json:"model_call,omitempty"`
+	// HarnessTokens and HarnessCost are what the harness itself reported
+	// in the part's interval (traj), kept beside the gateway's so a
+	// disagreement shows; absent when the harness reported nothing.
+	HarnessTokens *Tokens  `json:"harness_tokens,omitempty"`
+	HarnessCost   *float64 `json:"harness_cost,omitempty"`
 	// GroundTruth holds the ground-truth evaluations that completed since
 	// the previous part was recorded, in the order they landed (traj).
 	GroundTruth []GroundTruth `json:"ground_truth,omitempty"`
@@ -158,6 +169,48 @@ type Part struct {
 	// harness part carries (the agent reached the gateway itself), taken
 	// into the next part after they completed.
 	GatewayCalls []GatewayCall `json:"gateway_calls,omitempty"`
+}
+
+// PartCall names the model call a part came from (traj).
+type PartCall struct {
+	// Seq is the call's seq in the model gateway's record
+	// (model_calls.jsonl).
+	Seq int `json:"seq"`
+	// Model is the model the call asked for; LatencyMS its duration to
+	// the end of the response.
+	Model     string  `json:"model,omitempty"`
+	LatencyMS float64 `json:"latency_ms"`
+	// Outputs is how many output items the response had: the part's
+	// tokens and cost are 1/Outputs of the call's (0: a part that is no
+	// output of the call, such as a file change, with no share).
+	Outputs int `json:"outputs"`
+	// Join says how the part was matched to the call: "tool_call_id"
+	// (the model's id of the tool call), "response_id" (the part's
+	// message id is the response's), "message" (an earlier part of the
+	// same message was matched), "order" (the next output of the same
+	// kind, in the order the calls were made).
+	Join string `json:"join"`
+}
+
+// Unattributed is the model usage no part claims (traj): calls that
+// produced no recorded part (cut by the budget mid-turn, retried, a
+// harness's side requests) and the outputs of a call no part recorded.
+type Unattributed struct {
+	Tokens Tokens  `json:"tokens"`
+	Cost   float64 `json:"cost"`
+	// Calls are the calls with usage left unclaimed, in seq order.
+	Calls []UnattributedCall `json:"calls"`
+}
+
+// UnattributedCall is one call's unclaimed usage.
+type UnattributedCall struct {
+	Seq    int     `json:"seq"`
+	Tokens Tokens  `json:"tokens"`
+	Cost   float64 `json:"cost"`
+	// Outputs and Claimed: the response's outputs and how many parts
+	// claimed one of them.
+	Outputs int `json:"outputs"`
+	Claimed int `json:"claimed"`
 }
 
 // GatewayCall is one call the tool gateway answered outside the harness:
@@ -296,10 +349,22 @@ type SessionEnd struct {
 	TotalTurns     int    `json:"total_turns"`
 	FinalGitCommit string `json:"final_git_commit"`
 	// traj additions.
-	EndedAt string   `json:"ended_at,omitempty"`
-	Detail  string   `json:"detail,omitempty"`
-	Tokens  *Tokens  `json:"tokens,omitempty"`
-	Cost    *float64 `json:"cost,omitempty"`
+	EndedAt string `json:"ended_at,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// Tokens and Cost are the trajectory's totals: the sum of the model
+	// gateway's record (model_calls.jsonl) when ModelCalls is set, else
+	// (older traces) the harness's own counts.
+	Tokens *Tokens  `json:"tokens,omitempty"`
+	Cost   *float64 `json:"cost,omitempty"`
+	// ModelCalls is how many calls the gateway's record holds (traj).
+	ModelCalls int `json:"model_calls,omitempty"`
+	// HarnessTokens and HarnessCost are what the harness reported over
+	// the trajectory, beside the gateway's totals (traj).
+	HarnessTokens *Tokens  `json:"harness_tokens,omitempty"`
+	HarnessCost   *float64 `json:"harness_cost,omitempty"`
+	// Unattributed is the gateway's usage no part claims: the parts'
+	// tokens plus these equal Tokens (traj).
+	Unattributed *Unattributed `json:"unattributed,omitempty"`
 	// GroundTruth holds the ground-truth evaluations that landed after
 	// the last part was recorded (the final tree's among them).
 	GroundTruth []GroundTruth `json:"ground_truth,omitempty"`

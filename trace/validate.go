@@ -96,6 +96,7 @@ type validation struct {
 	first, last          int // first/last part index of the current turn
 	turnParts            int
 	turnBad              bool // a part of the current turn has no readable index
+	partTokens           Tokens
 }
 
 func (v *validation) addSchema(path string, sch *jsonschema.Schema, raw []byte) bool {
@@ -172,6 +173,7 @@ func (v *validation) part(loc partLoc) error {
 			CommitBefore *string `json:"commit_before"`
 			CommitAfter  *string `json:"commit_after"`
 		} `json:"repo_checkpoint"`
+		Tokens *Tokens `json:"tokens"`
 	}
 	if err := json.Unmarshal(loc.raw, &p); err != nil || p.Part == nil {
 		v.turnBad = true // the schema problem says it; the range is unknown
@@ -187,6 +189,9 @@ func (v *validation) part(loc partLoc) error {
 		if cp.CommitAfter != nil {
 			v.commit(path+".repo_checkpoint.commit_after", *cp.CommitAfter)
 		}
+	}
+	if p.Tokens != nil {
+		v.partTokens.Add(*p.Tokens)
 	}
 	n := *p.Part
 	if n != v.next {
@@ -247,9 +252,11 @@ func (v *validation) end(loc docLoc) error {
 	var t struct {
 		TrajectoryID string `json:"trajectory_id"`
 		SessionEnd   *struct {
-			TotalParts     int     `json:"total_parts"`
-			TotalTurns     int     `json:"total_turns"`
-			FinalGitCommit *string `json:"final_git_commit"`
+			TotalParts     int           `json:"total_parts"`
+			TotalTurns     int           `json:"total_turns"`
+			FinalGitCommit *string       `json:"final_git_commit"`
+			Tokens         *Tokens       `json:"tokens"`
+			Unattributed   *Unattributed `json:"unattributed"`
 		} `json:"session_end"`
 	}
 	if err := json.Unmarshal(loc.raw, &t); err != nil {
@@ -269,6 +276,15 @@ func (v *validation) end(loc docLoc) error {
 	}
 	if t.SessionEnd.TotalTurns != v.nturns {
 		v.invariant("$.session_end.total_turns", "session_end.total_turns is %d but the trace has %d turns", t.SessionEnd.TotalTurns, v.nturns)
+	}
+	// The gateway's totals are the parts' shares and what no part claims.
+	if e := t.SessionEnd; e.Unattributed != nil && e.Tokens != nil {
+		sum := v.partTokens
+		sum.Add(e.Unattributed.Tokens)
+		if sum != *e.Tokens {
+			v.invariant("$.session_end.unattributed", "the parts' tokens %+v plus unattributed %+v are %+v, but session_end.tokens is %+v",
+				v.partTokens, e.Unattributed.Tokens, sum, *e.Tokens)
+		}
 	}
 	return nil
 }

@@ -95,6 +95,17 @@ func TestValidate(t *testing.T) {
 		{name: "session_end totals", doc: edit(t, orig, func(m map[string]any) {
 			m["session_end"].(map[string]any)["total_parts"] = 9
 		}), path: "$.session_end.total_parts", contains: "total_parts is 9 but the trace has 5 parts"},
+		{name: "gateway totals that parts and unattributed add up to", doc: edit(t, orig, func(m map[string]any) {
+			partAt(m, 0, 0)["tokens"] = map[string]any{"input": 100, "output": 2}
+			partAt(m, 1, 0)["tokens"] = map[string]any{"input": 50, "output": 1}
+			m["session_end"].(map[string]any)["tokens"] = map[string]any{"input": 170, "output": 3}
+			m["session_end"].(map[string]any)["unattributed"] = map[string]any{"tokens": map[string]any{"input": 20}, "cost": 0, "calls": []any{}}
+		})},
+		{name: "gateway totals the parts do not add up to", doc: edit(t, orig, func(m map[string]any) {
+			partAt(m, 0, 0)["tokens"] = map[string]any{"input": 100, "output": 2}
+			m["session_end"].(map[string]any)["tokens"] = map[string]any{"input": 170, "output": 3}
+			m["session_end"].(map[string]any)["unattributed"] = map[string]any{"tokens": map[string]any{"input": 20}, "cost": 0, "calls": []any{}}
+		}), path: "$.session_end.unattributed", contains: "plus unattributed"},
 		{name: "missing trajectory_id", doc: edit(t, orig, func(m map[string]any) {
 			delete(m, "trajectory_id")
 		}), path: "$", contains: "trajectory_id"},

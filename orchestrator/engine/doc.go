@@ -14,8 +14,10 @@
 //     infos first seen with it, the uncounted parts since the previous
 //     counted one (other_parts: "step-start", "step-finish", the user's prompt,
 //     …), the run_tests calls it completed (envoi_calls, with results), the
-//     checkpoint, the effective git commit, and the tokens and cost reported
-//     since the previous counted part;
+//     checkpoint, the effective git commit, and its model call (ModelCalls:
+//     the model gateway's call it came from, matched by tool call id,
+//     response id, message or order) with its share of that call's tokens
+//     and cost, the harness's own report beside (harness_tokens);
 //  3. publishes: the trace writer's chunk for the part and, when it made a
 //     commit, the incremental history bundle go to the asynchronous
 //     uploader; nothing on this path waits for the network.

@@ -75,6 +75,10 @@ type LoopConfig struct {
 	// (harness.Harness.LateToolEvents).
 	ResponseTools *ResponseTools
 	CountTools    bool
+	// ModelCalls, when set, attributes each part to the model gateway's
+	// call it came from: the part's tokens and cost are then its share
+	// of the call, the harness's own counts kept beside.
+	ModelCalls *ModelCalls
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -101,9 +105,11 @@ type Loop struct {
 	turnPrompt    string
 	tokens        trace.Tokens
 	cost          float64
-	envoiErr      string
-	rootErr       string
-	aborted       bool
+	// usage adds up the parts recorded (their claims on model calls).
+	usage    trace.Usage
+	envoiErr string
+	rootErr  string
+	aborted  bool
 	// lastRecorded is when the previous part was recorded (gateway calls
 	// completed before it have had a whole part to be claimed).
 	lastRecorded time.Time
@@ -115,8 +121,11 @@ type Outcome struct {
 	Detail string
 	Parts  int
 	Turns  int
+	// Tokens and Cost are what the harness reported.
 	Tokens trace.Tokens
 	Cost   float64
+	// Claims are what this run's parts claimed of each model call.
+	Claims map[int]trace.Claim
 }
 
 // NewLoop wires a loop. rep may be nil.
@@ -340,7 +349,7 @@ func (w *stallWatch) stop() {
 }
 
 func (l *Loop) outcome(reason, detail string) Outcome {
-	return Outcome{Reason: reason, Detail: detail, Parts: l.parts, Turns: l.turns, Tokens: l.tokens, Cost: l.cost}
+	return Outcome{Reason: reason, Detail: detail, Parts: l.parts, Turns: l.turns, Tokens: l.tokens, Cost: l.cost, Claims: l.usage.Claims()}
 }
 
 // turn runs one turn: prompt, follow events until the root session is
@@ -571,6 +580,19 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 		l.tokens.Add(tok)
 		l.cost += cost
 	}
+	if l.cfg.ModelCalls != nil {
+		// The gateway's usage is the part's; the harness's stays beside.
+		rec.HarnessTokens, rec.HarnessCost, rec.Tokens, rec.Cost = rec.Tokens, rec.Cost, nil, nil
+		if a := l.cfg.ModelCalls.claim(ctx, p.part); a != nil {
+			rec.ModelCall, rec.Tokens, rec.Cost = &a.Call, a.Tokens, a.Cost
+			if a.MessageID != "" {
+				rec.MessageID = a.MessageID
+			}
+		} else {
+			l.log.Warn("no model call for a part", "part", n, "kind", p.part.Kind)
+		}
+	}
+	l.usage.AddPart(rec)
 	var tests []progress.TestStatus
 	if p.part.Kind == agent.KindTool && p.part.Tool != nil && isRunTests(p.part.Tool.Name) {
 		call := envoiCall(p.part.Tool, now, l.cfg.ReadToolOutput, l.cfg.FullToolResult)
@@ -601,9 +623,19 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 		// Publishing is best effort here; the final upload repeats it.
 		l.log.Warn("publish part", "part", n, "err", err)
 	}
+	tokTotal, costTotal := l.tokens.Total(), l.cost
+	if l.cfg.ModelCalls != nil {
+		tokTotal, costTotal = 0, 0
+		if t := l.usage.Tokens(); t != nil {
+			tokTotal = t.Total()
+		}
+		if c := l.usage.Cost(); c != nil {
+			costTotal = *c
+		}
+	}
 	l.report(progress.Event{Type: progress.PartDone, Part: n, MaxParts: l.cfg.MaxParts, Turn: l.turns,
 		SessionID: rec.SessionID, PartType: rec.PartType, Tool: rec.Tool, Committed: rc.Committed,
-		GitCommit: rc.CommitAfter, TokensTotal: l.tokens.Total(), Cost: l.cost})
+		GitCommit: rc.CommitAfter, TokensTotal: tokTotal, Cost: costTotal})
 	for i := range tests {
 		l.report(progress.Event{Type: progress.Tests, Part: n, Turn: l.turns, Tests: &tests[i]})
 	}

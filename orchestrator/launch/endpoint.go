@@ -52,8 +52,10 @@ type endpointSpec struct {
 	Price     *agent.Price
 	Parts     func() int
 	// OnResponse: model.Options.OnResponse.
-	OnResponse func(toolCallIDs []string)
-	Logger     *slog.Logger
+	OnResponse  func(toolCallIDs []string)
+	OnCallStart func()
+	OnCall      func(model.Call)
+	Logger      *slog.Logger
 }
 
 // modelEndpoint is the model side of a running trajectory: the model
@@ -176,7 +178,14 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		upstream = playback.BaseURL(ln.Addr())
 	}
 	var record *os.File
+	var prior model.Totals
 	if spec.Record != "" {
+		// A resumed trajectory appends to its record: seq goes on.
+		if _, err := os.Stat(spec.Record); err == nil {
+			if prior, err = model.ReadRecord(spec.Record, nil); err != nil {
+				return nil, err
+			}
+		}
 		if record, err = os.OpenFile(spec.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return nil, fmt.Errorf("model-call record: %w", err)
 		}
@@ -185,7 +194,8 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 	token := "traj-" + randomHex()
 	ep.Secrets = append(ep.Secrets, token)
 	opts := model.Options{Upstream: upstream, APIKey: key, Token: token, Price: spec.Price, Varying: spec.Varying,
-		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Parts: spec.Parts, OnResponse: spec.OnResponse, Logger: spec.Logger}
+		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Parts: spec.Parts, OnResponse: spec.OnResponse,
+		OnCallStart: spec.OnCallStart, OnCall: spec.OnCall, Prior: prior, Logger: spec.Logger}
 	if record != nil {
 		opts.Record = record
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/sandbox/gateway/tool"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
@@ -75,6 +76,10 @@ type Spec struct {
 	// OnModelResponse is told each model response's tool call ids
 	// (model.Options.OnResponse).
 	OnModelResponse func(toolCallIDs []string)
+	// OnModelCallStart and OnModelCall: model.Options.OnCallStart and
+	// OnCall (the recorder's attribution of calls to parts).
+	OnModelCallStart func()
+	OnModelCall      func(model.Call)
 	// Tools are served to the agent through the tool gateway (run_tests
 	// on an evaluation sandbox); the harness loads the stub as its tests
 	// MCP server. None: no tests MCP server.
@@ -122,7 +127,8 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
 	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, Varying: eitherOf(h.Varying, spec.ToolVarying), BaseURL: spec.BaseURL, Record: spec.Record,
-		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, OnResponse: spec.OnModelResponse, Logger: spec.Logger}
+		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, OnResponse: spec.OnModelResponse,
+		OnCallStart: spec.OnModelCallStart, OnCall: spec.OnModelCall, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {
 		espec.APIKeyEnv = spec.APIKeyEnvs[0]
 	}

@@ -137,6 +137,21 @@ func finalizeTrace(ctx context.Context, l *folder.Located, sum *traceSummary, op
 	}
 	end := trace.SessionEnd{Reason: opts.Reason, FinalGitCommit: final, EndedAt: trace.Timestamp(opts.Now()),
 		Detail: opts.Detail, Tokens: &tok, Cost: &cost}
+	if claims := sum.usage.Claims(); claims != nil {
+		// Parts name the model gateway's calls: its record's sums are the
+		// totals, the harness's beside, the rest unattributed.
+		var htok trace.Tokens
+		var hcost float64
+		if t := sum.usage.HarnessTokens(); t != nil {
+			htok = *t
+		}
+		if c := sum.usage.HarnessCost(); c != nil {
+			hcost = *c
+		}
+		if err := orchestrator.GatewayTotals(&end, filepath.Join(l.Dir, store.ModelCallsName), htok, hcost, claims); err != nil {
+			opts.Logger.Warn("model-call record: totals stay the parts'", "err", err)
+		}
+	}
 	artifacts, err := folder.CloseTrace(ctx, w, repo.Repo, l.Store, l.ID, l.Dir, &end, opts.Logger)
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", l.ID, err)

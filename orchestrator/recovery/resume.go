@@ -93,11 +93,20 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}
 	defer unmount()
-	rec := orchestrator.Recorded{Trace: !fresh, Parts: sum.parts, Turns: sum.turns, Calls: sum.calls, GroundTruth: sum.groundTruth}
+	rec := orchestrator.Recorded{Trace: !fresh, Parts: sum.parts, Turns: sum.turns, Calls: sum.calls, GroundTruth: sum.groundTruth,
+		Claims: sum.usage.Claims()}
 	if t := sum.usage.Tokens(); t != nil {
 		rec.Tokens = *t
 	}
 	if c := sum.usage.Cost(); c != nil {
+		rec.Cost = *c
+	}
+	// Tokens and Cost go on as the harness's own counts when the trace
+	// keeps them beside the gateway's.
+	if t := sum.usage.HarnessTokens(); t != nil {
+		rec.Tokens = *t
+	}
+	if c := sum.usage.HarnessCost(); c != nil {
 		rec.Cost = *c
 	}
 	if !fresh {

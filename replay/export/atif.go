@@ -154,7 +154,11 @@ type atifExport struct {
 	// then on an entry's metrics come only from it (the parts' usage is
 	// the same numbers, attributed later). unattached is per-call usage
 	// whose message was no longer open.
-	perCall    bool
+	perCall bool
+	// gateway is set once a part names a model gateway call: the
+	// entries' metrics are the gateway's, the harness's usage parts
+	// are left out.
+	gateway    bool
 	unattached *trace.Tokens
 	unattCost  float64
 }
@@ -172,6 +176,7 @@ type atifMessage struct {
 	partUsage                     trace.Tokens // the usage traj attributed to the parts
 	partCost                      float64
 	partHasUsage                  bool
+	seqs                          map[int]int // model gateway calls of the parts (part.model_call)
 }
 
 // atifChild is a sub-agent session's entries, spilled to a file.
@@ -298,6 +303,9 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 		return err
 	}
 	e.usage.AddPart(p)
+	if p.ModelCall != nil {
+		e.gateway = true
+	}
 	// The harness's per-call usage comes in uncounted parts after the
 	// call's last part: attach it to that message before this part may
 	// close it.
@@ -309,7 +317,10 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 		sess = e.sessions.root
 	}
 	m := e.pending[sess]
-	if m != nil && (m.messageID != p.MessageID || p.MessageID == "") {
+	// One entry per model response: a message, or, when the parts name
+	// the model gateway's calls, one call.
+	if m != nil && (m.messageID != p.MessageID || p.MessageID == "" ||
+		(p.ModelCall != nil && m.seqs[p.ModelCall.Seq] == 0 && len(m.seqs) > 0)) {
 		if err := e.flush(sess); err != nil {
 			return err
 		}
@@ -368,6 +379,12 @@ func (e *atifExport) part(turn int, d *decodedPart) error {
 		}
 		m.results = append(m.results, r)
 	}
+	if p.ModelCall != nil {
+		if m.seqs == nil {
+			m.seqs = map[int]int{}
+		}
+		m.seqs[p.ModelCall.Seq]++
+	}
 	if p.Tokens != nil {
 		m.partUsage.Add(*p.Tokens)
 		m.partHasUsage = true
@@ -422,6 +439,11 @@ func (e *atifExport) callUsage(raw json.RawMessage) {
 
 // addCallUsage adds one call's usage the reader found.
 func (e *atifExport) addCallUsage(u usage) {
+	if e.gateway {
+		// The parts carry the model gateway's usage; the harness's own
+		// is in session_end.harness_tokens.
+		return
+	}
 	e.perCall = true
 	for _, m := range e.pending {
 		if m.messageID == u.MessageID {
@@ -489,6 +511,19 @@ func (e *atifExport) flush(session string) error {
 	var tokens trace.Tokens
 	var cost float64
 	switch {
+	case len(m.seqs) > 0:
+		// The model gateway's record, shared among the call's parts.
+		tokens, cost = m.partUsage, m.partCost
+		ent.Metrics = metricsOf(tokens, &cost)
+		n := len(m.seqs)
+		ent.LLMCallCount = &n
+		seqs := make([]int, 0, n)
+		for s := range m.seqs {
+			seqs = append(seqs, s)
+		}
+		slices.Sort(seqs)
+		traj["model_calls"] = seqs
+		traj["metrics_source"] = "model gateway"
 	case m.callsSeen > 0:
 		tokens, cost = m.callUsage, m.callCost
 		ent.Metrics = metricsOf(tokens, &cost)

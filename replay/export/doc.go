@@ -116,6 +116,14 @@
 //	rerun_of               null; the trajectory this one reran (traj replay rerun)
 //	forked_from, fork_part null; the trajectory this one forked from and the fork
 //	                       point (its parts 1..fork_part are inherited)
+//	tokens_source          null; "model_gateway" (the totals are the sums of
+//	                       model_calls.jsonl) or "harness" (older traces)
+//	model_calls            null; calls in the gateway's record
+//	harness_tokens_input, harness_tokens_output, harness_tokens_total,
+//	harness_cost_usd       null; what the harness itself reported, beside
+//	unattributed_tokens, unattributed_cost_usd, unattributed_calls
+//	                       null; the gateway's usage no part claims (a call cut
+//	                       by the budget, a retried call): parts + these = totals
 //
 // parts — one row per counted part (row count = the trace's parts):
 //
@@ -157,6 +165,12 @@
 //	                       added and removed by the checkpoint (0 for parts that
 //	                       changed nothing; binary files count no lines)
 //	run_tests_calls        INT32; run_tests calls completed by the part
+//	model_call_seq         null; the model call the part came from (joins
+//	                       model_calls.seq); its tokens and cost are then the
+//	                       part's share of that call, and no trailing usage is added
+//	model_call_ms          null; that call's latency
+//	harness_tokens_total, harness_cost_usd   null; what the harness reported
+//	                       in the part's interval
 //
 // evaluations — one row per commit and suite of the evaluation report
 // (source "evaluate"), one per ground-truth evaluation and required test
@@ -202,7 +216,12 @@
 //	                       function_name = tool, arguments = the input object) with
 //	                       their results as observation.results (source_call_id =
 //	                       the call; content = output, or the error)
-//	per-entry metrics      from the harness's per-call usage (OpenCode step-finish):
+//	per-entry metrics      when the parts name the model gateway's calls
+//	                       (part.model_call): one entry per call, its metrics the
+//	                       parts' shares (the call's usage, as recorded), llm_call_count
+//	                       its calls, extra.traj.model_calls their seqs,
+//	                       metrics_source "model gateway"; else
+//	                       from the harness's per-call usage (OpenCode step-finish):
 //	                       prompt_tokens = input + cache read + cache write,
 //	                       completion_tokens = output + reasoning, cached_tokens =
 //	                       cache read, cost_usd; llm_call_count = calls seen; traj's

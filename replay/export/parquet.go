@@ -237,7 +237,7 @@ func (e *parquetExport) scan(ctx context.Context) error {
 		},
 		OnTurn: func(i int, t *trace.Turn) error {
 			e.turns = i + 1
-			if e.pending != nil && int(e.pending.Turn) == i+1 {
+			if e.pending != nil && int(e.pending.Turn) == i+1 && e.pending.ModelCallSeq == nil {
 				for _, raw := range t.TrailingParts {
 					if u, ok := modelCallUsage(raw, e.sessions.reader); ok {
 						addUsage(e.pending, u.Tokens, u.Cost)
@@ -356,6 +356,18 @@ func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) erro
 	}
 	if p.Cost != nil {
 		row.CostUSD = f64(*p.Cost)
+	}
+	if c := p.ModelCall; c != nil {
+		row.ModelCallSeq, row.ModelCallMs = i64(int64(c.Seq)), f64(c.LatencyMS)
+		if c.Model != "" && row.Model == nil {
+			row.Model = str(c.Model)
+		}
+	}
+	if t := p.HarnessTokens; t != nil {
+		row.HarnessTokensTotal = i64(t.Total())
+	}
+	if c := p.HarnessCost; c != nil {
+		row.HarnessCostUSD = f64(*c)
 	}
 	commit := effectiveCommit(p)
 	row.Commit = str(commit)
@@ -625,6 +637,26 @@ func (e *parquetExport) finishRow() {
 	}
 	if c := e.usage.Cost(); c != nil {
 		r.CostUSD = f64(*c)
+	}
+	src := "harness"
+	if e.usage.FromGateway() {
+		src = "model_gateway"
+	}
+	if r.TokensInput != nil || r.CostUSD != nil {
+		r.TokensSource = str(src)
+	}
+	if t := e.usage.HarnessTokens(); t != nil {
+		r.HarnessTokensInput, r.HarnessTokensOutput, r.HarnessTokensTotal = i64(t.Input), i64(t.Output), i64(t.Total())
+	}
+	if c := e.usage.HarnessCost(); c != nil {
+		r.HarnessCostUSD = f64(*c)
+	}
+	if u := e.usage.Unattributed(); u != nil {
+		r.UnattributedTokens, r.UnattributedCostUSD = i64(u.Tokens.Total()), f64(u.Cost)
+		r.UnattributedCallCount = i64(int64(len(u.Calls)))
+	}
+	if n := e.usage.ModelCalls(); n > 0 {
+		r.ModelCalls = i64(int64(n))
 	}
 }
 

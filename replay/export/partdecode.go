@@ -78,6 +78,12 @@ func decodePart(raw []byte, p *trace.Part) error {
 			return json.Unmarshal(val, &p.GroundTruth)
 		case fGatewayCalls:
 			return json.Unmarshal(val, &p.GatewayCalls)
+		case fModelCall:
+			return json.Unmarshal(val, &p.ModelCall)
+		case fHarnessTokens:
+			return decodeTokens(val, &p.HarnessTokens)
+		case fHarnessCost:
+			return json.Unmarshal(val, &p.HarnessCost)
 		}
 		return errSlowPart
 	})
@@ -113,6 +119,9 @@ const (
 	fCost
 	fGroundTruth
 	fGatewayCalls
+	fModelCall
+	fHarnessTokens
+	fHarnessCost
 )
 
 // partFields are trace.Part's JSON names (TestDecodePartKnowsEveryField
@@ -124,6 +133,7 @@ var partFields = map[string]int{
 	"session_id": fSessionID, "part_id": fPartID, "part_type": fPartType, "tool": fTool,
 	"content": fContent, "other_parts": fOtherParts, "tokens": fTokens, "cost": fCost,
 	"ground_truth": fGroundTruth, "gateway_calls": fGatewayCalls,
+	"model_call": fModelCall, "harness_tokens": fHarnessTokens, "harness_cost": fHarnessCost,
 }
 
 // decodeString decodes a JSON string with jsondec; anything else (null,

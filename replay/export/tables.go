@@ -45,6 +45,18 @@ type TrajectoryRow struct {
 	RerunOf            *string    `parquet:"rerun_of,optional"`
 	ForkedFrom         *string    `parquet:"forked_from,optional"`
 	ForkPart           *int64     `parquet:"fork_part,optional"`
+	// The totals' source and what beside them (trace.Usage): the model
+	// gateway's record or the harness's own counts; the harness's counts
+	// and the gateway's usage no part claims.
+	TokensSource          *string  `parquet:"tokens_source,optional,dict"`
+	ModelCalls            *int64   `parquet:"model_calls,optional"`
+	HarnessTokensInput    *int64   `parquet:"harness_tokens_input,optional"`
+	HarnessTokensOutput   *int64   `parquet:"harness_tokens_output,optional"`
+	HarnessTokensTotal    *int64   `parquet:"harness_tokens_total,optional"`
+	HarnessCostUSD        *float64 `parquet:"harness_cost_usd,optional"`
+	UnattributedTokens    *int64   `parquet:"unattributed_tokens,optional"`
+	UnattributedCostUSD   *float64 `parquet:"unattributed_cost_usd,optional"`
+	UnattributedCallCount *int64   `parquet:"unattributed_calls,optional"`
 }
 
 // PartRow is one row of the parts table: one counted part.
@@ -89,6 +101,13 @@ type PartRow struct {
 	LinesAdded       *int64     `parquet:"lines_added,optional"`
 	LinesRemoved     *int64     `parquet:"lines_removed,optional"`
 	RunTestsCalls    int32      `parquet:"run_tests_calls"`
+	// ModelCallSeq joins model_calls (seq): the model call the part came
+	// from; ModelCallMs its duration. Tokens and cost are then the part's
+	// share of the call; HarnessTokensTotal what the harness reported.
+	ModelCallSeq       *int64   `parquet:"model_call_seq,optional"`
+	ModelCallMs        *float64 `parquet:"model_call_ms,optional"`
+	HarnessTokensTotal *int64   `parquet:"harness_tokens_total,optional"`
+	HarnessCostUSD     *float64 `parquet:"harness_cost_usd,optional"`
 }
 
 // EvaluationRow is one row of the evaluations table: one suite's result at

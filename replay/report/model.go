@@ -50,6 +50,13 @@ type Trajectory struct {
 	DurationSeconds *float64      `json:"duration_seconds"`
 	Tokens          *trace.Tokens `json:"tokens"`
 	Cost            *float64      `json:"cost"`
+	// TokensSource says whose totals Tokens and Cost are: "model_gateway"
+	// (the model-call record's sums) or absent (older traces: the harness's); the
+	// harness's own counts and the gateway's usage no part claims beside.
+	TokensSource  string              `json:"tokens_source,omitempty"`
+	HarnessTokens *trace.Tokens       `json:"harness_tokens,omitempty"`
+	HarnessCost   *float64            `json:"harness_cost,omitempty"`
+	Unattributed  *trace.Unattributed `json:"unattributed,omitempty"`
 	// Suites is the latest pass rate per suite (test path).
 	Suites []SuiteRate `json:"suites"`
 	// PassRate is the latest overall pass rate over Suites; nil when no
@@ -145,6 +152,10 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 	}
 	usage.End(tr.SessionEnd)
 	t.Tokens, t.Cost = usage.Tokens(), usage.Cost()
+	if usage.FromGateway() {
+		t.TokensSource = "model_gateway"
+		t.HarnessTokens, t.HarnessCost, t.Unattributed = usage.HarnessTokens(), usage.HarnessCost(), usage.Unattributed()
+	}
 	end := t.EndedAt
 	if end == "" {
 		end = lastTime

@@ -70,12 +70,20 @@ func loadCalls(ctx context.Context, st store.Store, prefix string) (*callIndex, 
 	return ci, nil
 }
 
-// forPart returns the calls that produced part n: those whose response or
-// tool call ids are the part's message or tool call, else those that
-// started when the trace held n-1 parts.
-func (ci *callIndex) forPart(n int, messageID, callID string) []CallRow {
+// forPart returns the calls that produced part n: the call seq the part
+// names (part.model_call, seq > 0), else those whose response or tool
+// call ids are the part's message or tool call, else those that started
+// when the trace held n-1 parts (traces recorded before model_call).
+func (ci *callIndex) forPart(n int, messageID, callID string, seq int) []CallRow {
 	var byID, byCount []CallRow
 	for _, c := range ci.rows {
+		if seq > 0 {
+			// The part names its call (part.model_call).
+			if c.Seq == seq {
+				return []CallRow{c}
+			}
+			continue
+		}
 		linked := messageID != "" && c.ResponseID == messageID
 		for _, id := range c.ToolCallIDs {
 			linked = linked || callID != "" && id == callID

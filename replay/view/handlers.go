@@ -22,28 +22,33 @@ import (
 
 // Summary is one trajectory's row on the store page.
 type Summary struct {
-	ID        string             `json:"id"`
-	Agent     string             `json:"agent"`
-	Model     string             `json:"model"`
-	Task      string             `json:"task,omitempty"`
-	Parts     int                `json:"parts"`
-	Turns     int                `json:"turns"`
-	EndReason string             `json:"end_reason"`
-	Running   bool               `json:"running"`
-	StartedAt string             `json:"started_at,omitempty"`
-	Duration  *float64           `json:"duration_s"`
-	Tokens    *trace.Tokens      `json:"tokens,omitempty"`
-	Cost      *float64           `json:"cost"`
-	Score     *float64           `json:"score"`
-	Source    string             `json:"score_source,omitempty"`
-	Best      *float64           `json:"best"`
-	BestPart  int                `json:"best_part,omitempty"`
-	SolvedAt  int                `json:"solved_at,omitempty"`
+	ID        string        `json:"id"`
+	Agent     string        `json:"agent"`
+	Model     string        `json:"model"`
+	Task      string        `json:"task,omitempty"`
+	Parts     int           `json:"parts"`
+	Turns     int           `json:"turns"`
+	EndReason string        `json:"end_reason"`
+	Running   bool          `json:"running"`
+	StartedAt string        `json:"started_at,omitempty"`
+	Duration  *float64      `json:"duration_s"`
+	Tokens    *trace.Tokens `json:"tokens,omitempty"`
+	Cost      *float64      `json:"cost"`
+	// HarnessTokens, HarnessCost and Unattributed sit beside the totals
+	// when they are the model gateway's (session_end.model_calls).
+	HarnessTokens *trace.Tokens       `json:"harness_tokens,omitempty"`
+	HarnessCost   *float64            `json:"harness_cost,omitempty"`
+	Unattributed  *trace.Unattributed `json:"unattributed,omitempty"`
+	Score         *float64            `json:"score"`
+	Source        string              `json:"score_source,omitempty"`
+	Best          *float64            `json:"best"`
+	BestPart      int                 `json:"best_part,omitempty"`
+	SolvedAt      int                 `json:"solved_at,omitempty"`
 	// SuspectPart is the first part whose result had fixed-like cases
 	// (report.Series.Suspect); FixedLike their count at the latest.
-	SuspectPart int `json:"suspect_part,omitempty"`
-	FixedLike   int `json:"fixed_like,omitempty"`
-	Suites    []report.SuiteRate `json:"suites"`
+	SuspectPart int                `json:"suspect_part,omitempty"`
+	FixedLike   int                `json:"fixed_like,omitempty"`
+	Suites      []report.SuiteRate `json:"suites"`
 	// Experiment is the experiment that ran the trajectory, if any.
 	Experiment string `json:"experiment,omitempty"`
 	// Lineage is where the trajectory came from (a fork or a rerun).
@@ -96,6 +101,9 @@ func (s *snapshot) summary(id string) Summary {
 		}
 	}
 	sum.Tokens, sum.Cost = ix.Usage()
+	if e := ix.End; e != nil && e.ModelCalls > 0 {
+		sum.HarnessTokens, sum.HarnessCost, sum.Unattributed = e.HarnessTokens, e.HarnessCost, e.Unattributed
+	}
 	c := s.curve()
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
 	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
@@ -416,7 +424,11 @@ func (s *Server) apiPart(w http.ResponseWriter, r *http.Request) {
 		d.SpawnedBy = spawnedBy(snap, d.Session)
 	}
 	if snap.calls != nil {
-		if rows := snap.calls.forPart(d.Part, d.MessageID, d.CallID); rows != nil {
+		seq := 0
+		if d.ModelCall != nil {
+			seq = d.ModelCall.Seq
+		}
+		if rows := snap.calls.forPart(d.Part, d.MessageID, d.CallID, seq); rows != nil {
 			d.GatewayCalls = rows
 		}
 	}

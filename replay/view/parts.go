@@ -180,7 +180,13 @@ type Detail struct {
 	GitCommit  string                `json:"git_commit"`
 	Usage      *trace.Tokens         `json:"usage,omitempty"`
 	CostUSD    *float64              `json:"cost_usd,omitempty"`
-	ModelCalls []ModelCall           `json:"model_calls"`
+	// ModelCall is the model gateway's call the part came from (usage
+	// and cost are then its share); HarnessUsage and HarnessCost what the
+	// harness reported beside.
+	ModelCall    *trace.PartCall `json:"model_call,omitempty"`
+	HarnessUsage *trace.Tokens   `json:"harness_usage,omitempty"`
+	HarnessCost  *float64        `json:"harness_cost,omitempty"`
+	ModelCalls   []ModelCall     `json:"model_calls"`
 	// GatewayCalls are the model gateway's records of the calls that
 	// produced this part, when the trajectory has a record.
 	GatewayCalls []CallRow `json:"gateway_calls"`
@@ -255,7 +261,7 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 	}
 	d := &Detail{Row: row(ix, i, raw), Timestamp: p.Timestamp, Prompt: clipBytes(p.Prompt, maxTextBytes),
 		MessageID: p.MessageID, PartID: p.PartID, Checkpoint: p.RepoCheckpoint, GitCommit: p.GitCommit,
-		Usage: p.Tokens, CostUSD: p.Cost, Before: []Aside{}, Calls: []CallView{}, ModelCalls: []ModelCall{}, GatewayCalls: []CallRow{}}
+		Usage: p.Tokens, CostUSD: p.Cost, ModelCall: p.ModelCall, HarnessUsage: p.HarnessTokens, HarnessCost: p.HarnessCost, Before: []Aside{}, Calls: []CallView{}, ModelCalls: []ModelCall{}, GatewayCalls: []CallRow{}}
 	if s := int(ix.Parts[i].Session); s < len(ix.Sessions) {
 		d.Parent = ix.Sessions[s].Parent
 	}

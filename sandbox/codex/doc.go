@@ -36,8 +36,12 @@
 // # Output → agent events
 //
 // stdout is one JSON object a line. thread.started → the root session's
-// Raw. A turn's items all belong to one assistant message (the exec
-// stream has no message ids): reasoning → a reasoning part, agent_message
+// Raw. A turn's items all belong to one assistant message here (the exec
+// stream has no message ids, no model ids, no per-response usage); the
+// recorder names each part's message after the model call it came from
+// (harness.Harness.TurnMessages; matched by order at the model gateway,
+// engine.ModelCalls), so the trace has one message per model response,
+// and each part its share of that call's tokens: reasoning → a reasoning part, agent_message
 // → a text part, command_execution (tool exec_command: command,
 // aggregated_output, exit_code) and mcp_tool_call (tool
 // mcp__SERVER__TOOL, as Claude Code names MCP tools) → tool parts, done at

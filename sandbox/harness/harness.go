@@ -53,6 +53,10 @@ type Harness struct {
 	// both ran side by side (Codex), so the recorder counts a response's
 	// tool calls at the model gateway to know when they are all recorded.
 	LateToolEvents bool
+	// TurnMessages: the harness's message ids name a turn, not a model
+	// response (Codex's exec stream has none): the recorder names each
+	// part's message after the model call it came from.
+	TurnMessages bool
 }
 
 // Default is the harness of a run that names none, and of a trace whose
@@ -98,6 +102,7 @@ func All() []Harness {
 			// was reported started after the first completed, its file
 			// already written.
 			LateToolEvents: true,
+			TurnMessages:   true,
 		},
 	}
 }

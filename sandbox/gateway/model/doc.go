@@ -34,8 +34,15 @@
 // normalized as trace.Tokens (input excludes cache reads, output excludes
 // reasoning, as OpenCode counts them), the cost from Options.Price, and
 // parts_before: how many parts the trace held when the call started
-// (Options.Parts), so the parts a call produced are the ones after it.
-// Call Record.Totals (or ReadRecord) to add a record up.
+// (Options.Parts), so the parts a call produced are the ones after it;
+// outputs, the response's output items by kind in order (reasoning,
+// text, tool: one part each of a harness that records it), and tools, how
+// many tools the request offered (0: a side request, such as a title).
+// OnCallStart and OnCall tell the recorder of each call (seq set, body
+// left out), which it attributes to the parts it produced
+// (orchestrator/engine ModelCalls); the record's sums are every total of
+// the trajectory. A resumed trajectory's gateway goes on from the record's
+// last seq, its budgets counting the calls before (Options.Prior). Call Record.Totals (or ReadRecord) to add a record up.
 //
 // # Budgets and failures
 //

@@ -51,6 +51,16 @@ type Options struct {
 	// checkpoint while calls of its response are not recorded yet
 	// (engine.ResponseTools).
 	OnResponse func(toolCallIDs []string)
+	// OnCallStart and OnCall, when set, are told a call began and, once
+	// recorded (its sequence number set), the call without its response
+	// body: the recorder attributes calls to the parts they produced
+	// (engine.ModelCalls).
+	OnCallStart func()
+	OnCall      func(Call)
+	// Prior adds up the record's calls before this gateway (a resumed
+	// trajectory appends to its record): seq goes on from its LastSeq and
+	// the budgets count them.
+	Prior Totals
 	// DialTimeout bounds connecting to the upstream. Default 5 s.
 	DialTimeout time.Duration
 	// MaxResponseBytes caps the verbatim response kept in the record (the
@@ -98,6 +108,8 @@ type Totals struct {
 	Failed int          `json:"failed"` // calls answered with a status >= 400 or not at all
 	Tokens trace.Tokens `json:"tokens"`
 	Cost   float64      `json:"cost"`
+	// LastSeq is the highest seq added.
+	LastSeq int `json:"-"`
 }
 
 // New returns a Gateway for opts.
@@ -130,7 +142,7 @@ func New(opts Options) (*Gateway, error) {
 		ForceAttemptHTTP2:     true,
 		ResponseHeaderTimeout: 10 * time.Minute, // a model may think long before its first byte
 	}
-	return &Gateway{opts: opts, upstream: u, client: &http.Client{Transport: tr}, done: make(chan struct{})}, nil
+	return &Gateway{opts: opts, upstream: u, client: &http.Client{Transport: tr}, done: make(chan struct{}), seq: opts.Prior.LastSeq, totals: opts.Prior}, nil
 }
 
 // Endpoint is the upstream, for messages.
@@ -263,14 +275,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	call := Call{API: api, Method: r.Method, Path: r.URL.Path, StartedAt: trace.Timestamp(start),
 		Request: DigestOf(body, g.opts.Varying)}
 	var head struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
+		Model  string            `json:"model"`
+		Stream bool              `json:"stream"`
+		Tools  []json.RawMessage `json:"tools"`
 	}
 	_ = json.Unmarshal(body, &head)
-	call.Model, call.Stream = head.Model, head.Stream
+	call.Model, call.Stream, call.Tools = head.Model, head.Stream, len(head.Tools)
 	if g.opts.Parts != nil {
 		n := g.opts.Parts()
 		call.PartsBefore = &n
+	}
+	if g.opts.OnCallStart != nil {
+		g.opts.OnCallStart()
 	}
 	if reason, detail := g.Reason(); reason != "" {
 		call.Status = http.StatusBadRequest
@@ -375,7 +391,7 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 	call.Response = string(resp)
 	if call.Status < 400 && len(resp) > 0 {
 		if u, ok := parseResponse(call.API, resp); ok {
-			call.ResponseID, call.ToolCallIDs = u.id, u.toolCallIDs
+			call.ResponseID, call.ToolCallIDs, call.Outputs = u.id, u.toolCallIDs, u.outputs
 			if g.opts.OnResponse != nil {
 				g.opts.OnResponse(u.toolCallIDs)
 			}
@@ -407,6 +423,11 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 		}
 	}
 	g.mu.Unlock()
+	if g.opts.OnCall != nil {
+		c := *call
+		c.Response = ""
+		g.opts.OnCall(c)
+	}
 	g.opts.Logger.Debug("model call", "seq", call.Seq, "api", call.API, "status", call.Status,
 		"latency_ms", call.LatencyMS, "model", call.Model)
 	if g.opts.MaxTokens > 0 && totals.Tokens.Total() >= g.opts.MaxTokens {
@@ -419,6 +440,7 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 
 func (t *Totals) add(c Call) {
 	t.Calls++
+	t.LastSeq = max(t.LastSeq, c.Seq)
 	if c.Status >= 400 || c.Status == 0 {
 		t.Failed++
 	}

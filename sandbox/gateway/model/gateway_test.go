@@ -122,7 +122,11 @@ func TestForwardsAndRecordsThreeAPIs(t *testing.T) {
 	rec := &syncBuffer{}
 	price := &agent.Price{Input: 3, Output: 15, CacheRead: 0.3}
 	parts := 7
-	g, base := newGateway(t, Options{Upstream: up, Record: rec, Price: price, Parts: func() int { return parts }})
+	var mu sync.Mutex
+	started, told := 0, []Call{}
+	g, base := newGateway(t, Options{Upstream: up, Record: rec, Price: price, Parts: func() int { return parts }, Prior: Totals{LastSeq: 4},
+		OnCallStart: func() { mu.Lock(); started++; mu.Unlock() },
+		OnCall:      func(c Call) { mu.Lock(); told = append(told, c); mu.Unlock() }})
 
 	var bodies [][]byte
 	var sent [][]byte
@@ -150,9 +154,25 @@ func TestForwardsAndRecordsThreeAPIs(t *testing.T) {
 		{Input: 200, Output: 33, Reasoning: 7, CacheRead: 100},
 	}
 	apis := []string{"chat.completions", "messages", "responses"}
+	// Each response's outputs in order, as the harness makes parts of
+	// them; each request offered one tool.
+	outputs := [][]string{{"text", "tool"}, {"reasoning", "text", "tool"}, {"text", "tool"}}
+	mu.Lock()
+	if started != 3 || len(told) != 3 {
+		t.Errorf("told of %d starts and %d calls, want 3", started, len(told))
+	}
+	for i, c := range told {
+		if c.Seq != 5+i || c.Response != "" || strings.Join(c.Outputs, ",") != strings.Join(outputs[i], ",") {
+			t.Errorf("told call %d: seq %d outputs %v (response kept: %v)", i, c.Seq, c.Outputs, c.Response != "")
+		}
+	}
+	mu.Unlock()
 	var sum trace.Tokens
 	for i, c := range calls {
-		if c.Seq != i+1 || c.API != apis[i] || c.Status != 200 || c.Model != "demo" || !c.Stream {
+		if strings.Join(c.Outputs, ",") != strings.Join(outputs[i], ",") || c.Tools != 1 {
+			t.Errorf("call %d outputs %v tools %d, want %v and 1", i, c.Outputs, c.Tools, outputs[i])
+		}
+		if c.Seq != 5+i || c.API != apis[i] || c.Status != 200 || c.Model != "demo" || !c.Stream {
 			t.Errorf("call %d header: %+v", i, c)
 		}
 		if c.Tokens == nil || *c.Tokens != want[i] {

@@ -28,14 +28,21 @@ type Call struct {
 	Status      int      `json:"status"`
 	Model       string   `json:"model,omitempty"`
 	Stream      bool     `json:"stream"`
+	// Tools is how many tools the request offered (0: a side request,
+	// such as a title, which no part comes from).
+	Tools int `json:"tools,omitempty"`
 	// Request is the request body by digest and size, never whole.
 	Request Digest `json:"request"`
 	// ResponseID and ToolCallIDs link the call to the parts it produced
 	// (the message id and tool call ids the harness reports).
-	ResponseID  string        `json:"response_id,omitempty"`
-	ToolCallIDs []string      `json:"tool_call_ids,omitempty"`
-	Tokens      *trace.Tokens `json:"tokens,omitempty"`
-	Cost        *float64      `json:"cost,omitempty"`
+	ResponseID  string   `json:"response_id,omitempty"`
+	ToolCallIDs []string `json:"tool_call_ids,omitempty"`
+	// Outputs are the response's output items in order, by kind
+	// ("reasoning", "text", "tool"): each becomes one part of a harness
+	// that records it, so a call's tokens are shared among them.
+	Outputs []string      `json:"outputs,omitempty"`
+	Tokens  *trace.Tokens `json:"tokens,omitempty"`
+	Cost    *float64      `json:"cost,omitempty"`
 	// PartsBefore is how many parts the trace held when the call started.
 	PartsBefore *int   `json:"parts_before,omitempty"`
 	Error       string `json:"error,omitempty"`

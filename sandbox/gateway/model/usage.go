@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -14,7 +15,19 @@ type parsed struct {
 	toolCallIDs []string
 	tokens      trace.Tokens
 	hasUsage    bool
+	// outputs are the response's output items by kind, in order.
+	outputs []string
+	// chatReasoning, chatText: a chat completion's reasoning and text
+	// seen (one output each, before its tool calls).
+	chatReasoning, chatText bool
 }
+
+// Output kinds of a response (Call.Outputs).
+const (
+	OutputReasoning = "reasoning"
+	OutputText      = "text"
+	OutputTool      = "tool"
+)
 
 // parseResponse reads a response of api (an SSE stream or one JSON body)
 // for its id, tool call ids and usage. Usage is normalized as trace.Tokens
@@ -38,6 +51,9 @@ func parseResponse(api string, body []byte) (parsed, bool) {
 		case "responses":
 			p.responses(o)
 		}
+	}
+	if api == "chat.completions" {
+		p.chatOutputs()
 	}
 	return p, true
 }
@@ -104,6 +120,12 @@ func (p *parsed) chat(o []byte) {
 			if m == nil {
 				continue
 			}
+			if m.ReasoningContent != "" || m.Reasoning != "" {
+				p.chatReasoning = true
+			}
+			if m.Content != "" {
+				p.chatText = true
+			}
 			for _, tc := range m.ToolCalls {
 				if tc.ID != "" {
 					p.toolCallIDs = append(p.toolCallIDs, tc.ID)
@@ -125,8 +147,26 @@ func (p *parsed) chat(o []byte) {
 	}
 }
 
+// chatOutputs lists a chat completion's outputs: its reasoning, its
+// text, then its tool calls (the order the harness records them).
+func (p *parsed) chatOutputs() {
+	p.outputs = p.outputs[:0]
+	if p.chatReasoning {
+		p.outputs = append(p.outputs, OutputReasoning)
+	}
+	if p.chatText {
+		p.outputs = append(p.outputs, OutputText)
+	}
+	for range p.toolCallIDs {
+		p.outputs = append(p.outputs, OutputTool)
+	}
+}
+
 type chatMsg struct {
-	ToolCalls []struct {
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content"`
+	Reasoning        string `json:"reasoning"`
+	ToolCalls        []struct {
 		ID string `json:"id"`
 	} `json:"tool_calls"`
 }
@@ -188,19 +228,35 @@ func (p *parsed) messages(o []byte) {
 			p.mergeAnthropic(e.Message.Usage)
 		}
 	case "content_block_start":
-		if e.ContentBlock != nil && e.ContentBlock.Type == "tool_use" {
-			p.toolCallIDs = append(p.toolCallIDs, e.ContentBlock.ID)
+		if e.ContentBlock != nil {
+			p.anthropicOutput(e.ContentBlock.Type)
+			if e.ContentBlock.Type == "tool_use" {
+				p.toolCallIDs = append(p.toolCallIDs, e.ContentBlock.ID)
+			}
 		}
 	case "message_delta":
 		p.mergeAnthropic(e.Usage)
 	case "message": // a whole (non-streamed) reply
 		p.id = e.ID
 		for _, b := range e.Content {
+			p.anthropicOutput(b.Type)
 			if b.Type == "tool_use" {
 				p.toolCallIDs = append(p.toolCallIDs, b.ID)
 			}
 		}
 		p.mergeAnthropic(e.Usage)
+	}
+}
+
+// anthropicOutput lists a content block of type typ as an output.
+func (p *parsed) anthropicOutput(typ string) {
+	switch typ {
+	case "thinking", "redacted_thinking":
+		p.outputs = append(p.outputs, OutputReasoning)
+	case "text":
+		p.outputs = append(p.outputs, OutputText)
+	case "tool_use", "server_tool_use":
+		p.outputs = append(p.outputs, OutputTool)
 	}
 }
 
@@ -250,9 +306,18 @@ func (p *parsed) responses(o []byte) {
 	}
 	p.id = r.ID
 	p.toolCallIDs = p.toolCallIDs[:0]
+	p.outputs = p.outputs[:0]
 	for _, it := range r.Output {
 		if it.CallID != "" {
 			p.toolCallIDs = append(p.toolCallIDs, it.CallID)
+		}
+		switch {
+		case it.Type == "reasoning":
+			p.outputs = append(p.outputs, OutputReasoning)
+		case it.Type == "message":
+			p.outputs = append(p.outputs, OutputText)
+		case it.CallID != "" || strings.HasSuffix(it.Type, "_call"):
+			p.outputs = append(p.outputs, OutputTool)
 		}
 	}
 	if u := r.Usage; u != nil {
