@@ -26,6 +26,10 @@
 // part; this package decodes no harness object, so every harness exports
 // alike. Schema 2: harness is the name without the version (harness_version
 // holds it), and ATIF's extra keeps each part's harness object verbatim.
+// Schema 3: the parts' harness-neutral tool columns (tool_kind, command,
+// file_path, exit_code, from the adapter's agent.Action), and tool_input
+// written one way for every harness (agent.PlainJSON: compact, <, > and &
+// unescaped; before, two harnesses' inputs carried \u003c escapes).
 //
 // # Layout, versions, incremental export
 //
@@ -42,7 +46,7 @@
 //
 // Trajectories are exported --workers at a time (default 2).
 //
-// SchemaVersion (now "1") versions the column names, types and meanings
+// SchemaVersion (now "3") versions the column names, types and meanings
 // below and the ATIF mapping; it is in each Parquet file's key-value
 // metadata ("traj.export.schema_version", with "traj.export.table",
 // "traj.export.value_cap_bytes", "traj.trajectory_id", "traj.version"), in
@@ -78,7 +82,7 @@
 // 4.8x. RSS does not follow the trace. Where the time goes: AGENTS.md
 // ("The part index").
 //
-// # Parquet tables (schema version 1)
+// # Parquet tables (schema version 3)
 //
 // Strings are UTF-8 (BYTE_ARRAY STRING), times are TIMESTAMP(MICROS,
 // UTC), integers INT64 unless noted, fractions DOUBLE. Columns marked
@@ -130,13 +134,24 @@
 //	message_id, part_id, part_type   null; the harness's ids and part type
 //	                       (text, reasoning, tool, patch, …)
 //	tool, tool_call_id, tool_status, tool_title   null; tool parts
-//	tool_input             null; the call's arguments as JSON text, capped
+//	tool_input             null; the call's arguments as JSON text, capped; compact,
+//	                       <, > and & as themselves whatever the harness wrote
 //	tool_input_bytes       null; the arguments' full length in bytes
 //	tool_output            null; the tool's output, capped
 //	tool_output_bytes      null; its full length
 //	tool_error             null; the tool's error, capped
 //	tool_duration_ms       null; tool start to end
 //	subagent_session_id    null; the sub-agent session a task tool started
+//	tool_kind              null; what the tool call does, the same for every
+//	                       harness: shell, edit, write, read, search, run_tests,
+//	                       sub-agent, todo (agent.Action.ToolKind, decided by the
+//	                       adapter that knows the tool); null for a tool it does
+//	                       not know
+//	command                null; a shell call's command line, capped
+//	file_path              null; the file an edit, write or read names (as given)
+//	exit_code              null; a shell call's exit status when the harness
+//	                       reports it (OpenCode's bash metadata, Codex's
+//	                       exit_code, Claude Code's "Exit code N" error)
 //	text                   null; text and reasoning parts' text, capped
 //	text_bytes             null; its full length
 //	value_cap_bytes        the cap in force (--value-cap; -1: none). A value whose

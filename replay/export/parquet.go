@@ -15,6 +15,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
@@ -332,8 +333,24 @@ func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) erro
 		row.Model = str(m)
 	}
 	if len(v.Input) > 0 && string(v.Input) != "null" {
-		row.ToolInput, row.ToolInputBytes = capped(string(v.Input), limit)
+		row.ToolInput, row.ToolInputBytes = capped(string(agent.PlainJSON(v.Input)), limit)
 		size += int64(len(*row.ToolInput))
+	}
+	if a := v.Action; a != nil && v.Type == "tool" {
+		row.ToolKind = str(a.ToolKind())
+		switch a.Kind {
+		case agent.ActionCommand:
+			row.Command, _ = capped(a.Command, limit)
+			if a.ExitCode != nil {
+				n := int32(*a.ExitCode)
+				row.ExitCode = &n
+			}
+		case agent.ActionEdit, agent.ActionWrite, agent.ActionRead:
+			row.FilePath = str(a.Path)
+		}
+		if row.Command != nil {
+			size += int64(len(*row.Command))
+		}
 	}
 	if v.Type == "tool" {
 		row.ToolOutput, row.ToolOutputBytes = capped(v.Output, limit)

@@ -72,6 +72,10 @@ type PartRow struct {
 	ToolError        *string    `parquet:"tool_error,optional"`
 	ToolDurationMs   *int64     `parquet:"tool_duration_ms,optional"`
 	SubagentSession  *string    `parquet:"subagent_session_id,optional"`
+	ToolKind         *string    `parquet:"tool_kind,optional,dict"`
+	Command          *string    `parquet:"command,optional"`
+	FilePath         *string    `parquet:"file_path,optional"`
+	ExitCode         *int32     `parquet:"exit_code,optional"`
 	Text             *string    `parquet:"text,optional"`
 	TextBytes        *int64     `parquet:"text_bytes,optional"`
 	ValueCapBytes    int64      `parquet:"value_cap_bytes"`

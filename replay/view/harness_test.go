@@ -15,6 +15,9 @@ import (
 // through the API: each has a title, and text, tool input and output
 // are filled where the harness's reader finds them, never raw JSON
 // only; the counts are the fixtures' own (as in replay/export's tests).
+// Every tool part has a harness-neutral tool kind, in its row and its
+// detail; a shell call shows its exit code; no input keeps a \u003c-style
+// escape (Codex's recorded arguments carry them).
 func TestEveryHarnessParts(t *testing.T) {
 	for _, tc := range []struct {
 		harness                             string
@@ -59,6 +62,15 @@ func TestEveryHarnessParts(t *testing.T) {
 				}
 				if d.Tool != "" {
 					tools++
+					if r.ToolKind == "" || d.ToolKind != r.ToolKind {
+						t.Errorf("part %d (%s): tool kind %q in the row, %q in the detail", r.Part, r.Tool, r.ToolKind, d.ToolKind)
+					}
+					if r.ToolKind == "shell" && (d.Action == nil || d.Action.ExitCode == nil) {
+						t.Errorf("part %d (%s): a shell call without its exit code: %+v", r.Part, r.Tool, d.Action)
+					}
+				}
+				if strings.Contains(d.Input, `\u003`) || strings.Contains(d.Input, `\u0026`) {
+					t.Errorf("part %d: input keeps an HTML escape: %s", r.Part, d.Input)
 				}
 				if s := strings.TrimSpace(d.Input); s != "" && s != "null" && s != "{}" {
 					inputs++

@@ -529,7 +529,7 @@
         ind.style.width = (r.depth * 16) + "px";
         add(div, el("span", { class: "n" }, r.part), el("span", { class: "t" }, clock(r.time)), el("span", { class: "el" }, st.meta && st.meta.first_time && r.time ? "+" + dur((r.time - st.meta.first_time) / 1000) : ""), ind,
           r.depth > 0 ? el("span", { class: "badge sub", title: "sub-agent session " + r.session }, "sub") : null,
-          el("span", { class: "k k-" + r.kind }, r.tool ? r.tool : r.kind),
+          el("span", { class: "k k-" + r.kind, title: r.tool_kind || "" }, r.tool ? r.tool : r.kind),
           el("span", { class: "title" }, r.title),
           r.changed ? el("span", { class: "chg", title: r.changed + " files changed" }, "✎" + r.changed) : null,
           r.calls ? el("span", { class: "calls", title: "run_tests calls" }, "▶" + r.calls) : null,
@@ -599,7 +599,7 @@
       if (st.sel !== n) return;
       clear(body);
       const sess = st.meta ? st.meta.sessions.find((s) => s.id === d.session) : null;
-      add(body, el("h2", {}, "Part " + d.part + " · ", el("span", { class: "k-" + d.kind }, d.tool || d.kind)),
+      add(body, el("h2", {}, "Part " + d.part + " · ", el("span", { class: "k-" + d.kind }, d.tool || d.kind), d.tool_kind ? el("span", { class: "muted", id: "tool-kind" }, " (" + d.tool_kind + ")") : null),
         el("dl", { class: "kv" },
           el("dt", {}, "time"), el("dd", {}, d.timestamp || "–"),
           el("dt", {}, "turn"), el("dd", {}, d.turn),
@@ -653,7 +653,9 @@
       } else if (a.kind === "write") {
         add(box, el("h2", {}, "Wrote ", el("span", { class: "mono" }, a.path || "?")), codeBlock({ lines: a.lines, text: a.text || "" }, "action-file"), a.truncated ? el("p", { class: "warn" }, "file clipped") : null);
       } else if (a.kind === "command") {
-        add(box, el("h2", {}, "Command", a.description ? el("span", { class: "muted" }, " — " + a.description) : null), el("pre", { class: "command", id: "action-command" }, "$ " + a.command));
+        add(box, el("h2", {}, "Command", a.description ? el("span", { class: "muted" }, " — " + a.description) : null,
+          a.exit_code !== undefined && a.exit_code !== null ? el("span", { class: a.exit_code === 0 ? "good" : "bad", id: "exit-code" }, " · exit " + a.exit_code) : null),
+          el("pre", { class: "command", id: "action-command" }, "$ " + a.command));
       } else if (a.kind === "task") {
         const sa = d.sub_agent;
         add(box, el("h2", {}, "Sub-agent", a.description ? el("span", { class: "muted" }, " — " + a.description) : null),
