@@ -113,8 +113,14 @@
 //	                       totals when present, else the sum over parts)
 //	evaluated              BOOLEAN; an evaluation report was found
 //	final_passed, final_failed, final_total, final_pass_rate
-//	                       null; the evaluation at the last part
-//	best_pass_rate, best_part   null; the best evaluated pass rate and the first part at it
+//	                       null; the evaluation at the last part; without an
+//	                       evaluation report, the trace's last full ground truth
+//	                       (replay.FullGroundTruth: no error, not sampled)
+//	best_pass_rate, best_part   null; the best pass rate and the first part at it
+//	                       (from the same source)
+//	score_source           null; where the scores above come from: "evaluate" (the
+//	                       evaluation report) or "ground_truth" (the trace); null:
+//	                       neither has a result
 //	trace_rebuilt          BOOLEAN; the trace was rebuilt from chunks (the run died)
 //	source                 where the trajectory was read from
 //	rerun_of               null; the trajectory this one reran (traj replay rerun)
@@ -196,10 +202,16 @@
 //	timestamp              null; run_tests: when the call completed; ground_truth:
 //	                       when the result landed
 //
-// tests — one row per test case of the evaluation report's attribution:
+// tests — one row per test case of the evaluation report's attribution,
+// or, without a report, of the trace's full ground truth with each result's
+// cases read from the store's evaluation cache, where the run put them
+// (replay.GroundTruthAttribution; parts are then the ground-truth parts,
+// and a result missing from the cache leaves the table empty, with a
+// warning):
 //
 //	trajectory_id, test    test id ("basics/smoke/hello.c")
 //	suite                  the test id's first segment
+//	source                 "evaluate" or "ground_truth" (as score_source)
 //	first_pass_part        null; the part that first made it pass
 //	broken_at, fixed_at    LIST<INT64>; parts after which it broke / passed again
 //	times_broken           INT32

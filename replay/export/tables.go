@@ -40,6 +40,7 @@ type TrajectoryRow struct {
 	FinalPassRate      *float64   `parquet:"final_pass_rate,optional"`
 	BestPassRate       *float64   `parquet:"best_pass_rate,optional"`
 	BestPart           *int64     `parquet:"best_part,optional"`
+	ScoreSource        *string    `parquet:"score_source,optional,dict"`
 	TraceRebuilt       bool       `parquet:"trace_rebuilt"`
 	Source             string     `parquet:"source"`
 	RerunOf            *string    `parquet:"rerun_of,optional"`
@@ -122,6 +123,7 @@ type TestRow struct {
 	TrajectoryID  string  `parquet:"trajectory_id,dict"`
 	Test          string  `parquet:"test"`
 	Suite         string  `parquet:"suite,dict"`
+	Source        string  `parquet:"source,dict"`
 	FirstPassPart *int64  `parquet:"first_pass_part,optional"`
 	BrokenAt      []int64 `parquet:"broken_at,list"`
 	FixedAt       []int64 `parquet:"fixed_at,list"`
