@@ -62,6 +62,11 @@ func TestForkInheritsScript(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "cannot change the task") {
 		t.Fatalf("traj run --fork src --task c-compiler: exit %d, want 2 and a refusal\n%s", code, out)
 	}
+	// So is it for a resume (before: the flag's default was ignored alike).
+	out, code = trajRun(t, traj, "run", "--resume", "src", "--max-parts", "40", "--task", "c-compiler", "--store", st, "--quiet")
+	if code == 0 || !strings.Contains(out, "a resume cannot change it") {
+		t.Fatalf("traj run --resume src --task c-compiler: exit %d, want a refusal\n%s", code, out)
+	}
 
 	line := strings.NewReplacer("REF", "src", " P", " 20").Replace(readmeForkLine(t))
 	args := append(strings.Fields(line)[1:], "--store", st, "--trajectory-id", "fork", "--quiet")
