@@ -51,7 +51,11 @@ func TestEveryHarnessParts(t *testing.T) {
 				t.Fatalf("%d of %d rows, want %d", len(page.Rows), page.Total, tc.parts)
 			}
 			text, tools, inputs, outputs := 0, 0, 0, 0
+			kinds := map[string]int{}
 			for _, r := range page.Rows {
+				if r.ToolKind != "" {
+					kinds[r.ToolKind]++
+				}
 				if r.Title == "" {
 					t.Errorf("part %d (%s %s) has no title", r.Part, r.Kind, r.Tool)
 				}
@@ -77,6 +81,17 @@ func TestEveryHarnessParts(t *testing.T) {
 				}
 				if strings.TrimSpace(d.Output) != "" {
 					outputs++
+				}
+			}
+			// The tool-kind filter finds exactly the rows of that kind.
+			if kinds["shell"] == 0 || kinds["run_tests"] == 0 {
+				t.Errorf("tool kinds %v: want shell and run_tests parts", kinds)
+			}
+			for k, n := range kinds {
+				var res SearchResult
+				c.mustGet("/api/t/"+id+"/search?tool_kind="+k, &res)
+				if res.Total != n {
+					t.Errorf("search tool_kind=%s: %d parts, the rows say %d", k, res.Total, n)
 				}
 			}
 			if text != tc.text || tools != tc.tools || inputs != tc.inputs || outputs != tc.outputs {

@@ -392,6 +392,7 @@
     const onlyErrors = el("input", { type: "checkbox", id: "only-errors", onchange: refilter });
     const kindSel = el("select", { id: "filter-kind", onchange: refilter }, ["", "text", "reasoning", "tool", "patch"].map((k) => el("option", { value: k }, k || "any kind")));
     const toolSel = el("select", { id: "filter-tool", onchange: refilter }, el("option", { value: "" }, "any tool"));
+    const toolKindSel = el("select", { id: "filter-tool-kind", onchange: refilter }, el("option", { value: "" }, "any tool kind"));
     const sessSel = el("select", { id: "filter-session", onchange: refilter }, el("option", { value: "" }, "any session"));
     function fillFilters(m) {
       const keep = (sel, values, label) => {
@@ -400,13 +401,14 @@
         sel.value = cur;
       };
       keep(toolSel, (m.tools || []).map((t) => [t, t]), "any tool");
+      keep(toolKindSel, (m.tool_kinds || []).map((t) => [t, t]), "any tool kind");
       keep(sessSel, m.sessions.map((x) => [x.id, (x.depth ? "sub-agent: " : "root: ") + (x.title || x.id)]), "any session");
     }
     const searchBox = el("input", { type: "search", id: "search", placeholder: "search parts…", size: 18, onkeydown: (e) => { if (e.key === "Enter") search(searchBox.value); if (e.key === "Escape") hitsBox.classList.add("hidden"); } });
     async function search(q) {
       clear(hitsBox);
       const filters = (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "") + (onlyErrors.checked ? "&error=1" : "") +
-        (kindSel.value ? "&kind=" + enc(kindSel.value) : "") + (toolSel.value ? "&tool=" + enc(toolSel.value) : "") + (sessSel.value ? "&session=" + enc(sessSel.value) : "");
+        (kindSel.value ? "&kind=" + enc(kindSel.value) : "") + (toolSel.value ? "&tool=" + enc(toolSel.value) : "") + (toolKindSel.value ? "&tool_kind=" + enc(toolKindSel.value) : "") + (sessSel.value ? "&session=" + enc(sessSel.value) : "");
       if (!q && !filters) { hitsBox.classList.add("hidden"); return; }
       hitsBox.classList.remove("hidden");
       let d;
@@ -426,7 +428,7 @@
         el("div", { class: "timeline-wrap" },
           el("div", { class: "toolbar" }, el("b", {}, "Parts"), jumpBox, el("button", { id: "go", onclick: () => jump(parseInt(jumpBox.value, 10)) }, "Go"),
             el("label", { class: "muted" }, followBox, " follow new parts"), el("span", { class: "muted", id: "total" })),
-          el("div", { class: "toolbar" }, searchBox, kindSel, toolSel, sessSel, el("label", { class: "muted" }, onlyErrors, " errors"),
+          el("div", { class: "toolbar" }, searchBox, kindSel, toolSel, toolKindSel, sessSel, el("label", { class: "muted" }, onlyErrors, " errors"),
             el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests")),
           el("div", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change"),
           hitsBox,
