@@ -450,9 +450,10 @@ func action(tool string, input json.RawMessage) *agent.Action {
 const runTestsTool = "mcp__tests__run_tests"
 
 // exitCode is a Bash result's exit status: Claude Code answers a command
-// that exited non-zero as an error whose text opens "Exit code N", and
-// one that exited 0 as a plain result; any other error (a timeout, an
-// interrupt) says no code (nil).
+// that exited non-zero as an error whose text opens "Exit code N" (read
+// in the pinned binary: the shell error's message is "Exit code
+// ${code}", then stderr and stdout), and one that exited 0 as a plain
+// result; any other error says no code (nil).
 func exitCode(isError bool, out string) *int {
 	if !isError {
 		zero := 0
