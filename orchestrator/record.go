@@ -172,7 +172,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	lspec.OnModelCallStart, lspec.OnModelCall = modelCalls.Started, func(c model.Call) { modelCalls.Completed(engineCall(c)) }
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
-		lspec.ForkAt, lspec.SourceModel = opts.Rerun.ForkAt, opts.Rerun.SourceModel
+		lspec.ForkAt, lspec.SourceModel, lspec.ContinueScript = opts.Rerun.ForkAt, opts.Rerun.SourceModel, opts.Rerun.ContinueScript
 	}
 	ag, err := launch.Start(ctx, lspec)
 	if err != nil {

@@ -106,6 +106,9 @@ type Rerun struct {
 	// turn that starts after that part.
 	ForkAt int
 	Prompt string
+	// ContinueScript: the fork's Script is its source's, inherited, so it
+	// goes on from where the source was at the fork point.
+	ContinueScript bool
 	// SourceModel is the source's PROVIDER/MODEL (a fork may name
 	// another).
 	SourceModel string

@@ -19,7 +19,7 @@ import (
 var readmeNotRun = map[string]string{
 	"make ":                           "make targets: CI runs them (the parse test checks each names a target)",
 	"export ":                         "sets the shell's variables; the test sets them itself",
-	"traj run ":                       "records a trajectory: real harness and model for minutes (orchestrator e2e tests, make demo)",
+	"traj run ":                       "records a trajectory: real harness and model for minutes (orchestrator e2e tests, make demo; TestForkInheritsScript runs the README's fork line as written)",
 	"bin/traj run ":                   "records a trajectory (TestAdversarialAgent runs the container provider)",
 	"traj model serve ":               "a server that runs until stopped (sandbox/scripted tests)",
 	"traj view ":                      "a server that runs until stopped (replay/view tests)",

@@ -25,6 +25,7 @@ type ReportCmd struct {
 	Title string `help:"Report title." default:"traj report"`
 	// Experiment groups the report by harness × model × task.
 	Experiment string `help:"Report one experiment, grouped by harness × model × task: its spec file or its name (from the store's record)." placeholder:"SPEC|NAME"`
+	WithReruns bool   `name:"with-reruns" help:"Count reruns and forks in the group statistics (by harness; an experiment's groups and harness comparisons). By default they are left out: a rerun repeats its source, a fork inherits its parts."`
 }
 
 func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
@@ -67,7 +68,7 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	r := report.Report{Title: c.Title, Source: raw, Trajectories: trajs}
+	r := report.Report{Title: c.Title, Source: raw, Trajectories: trajs, WithDerived: c.WithReruns}
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, report.Report) error
@@ -112,10 +113,10 @@ func (c *ReportCmd) runExperiment(ctx context.Context, g *Globals) error {
 	name, st, raw := x.name, x.store, x.storeURL
 	slots := make([]report.ExperimentSlot, len(x.cells))
 	for i, cell := range x.cells {
-		slots[i] = report.ExperimentSlot{Harness: cell.Harness, Model: cell.Model, Task: cell.Task, Repeat: cell.Repeat}
+		slots[i] = report.ExperimentSlot{Harness: cell.Harness, Model: cell.Model, Task: cell.Task, Variant: cell.Variant(), Repeat: cell.Repeat}
 		slots[i].Attempts = x.attemptIDs(cell)
 	}
-	e, err := report.CollectExperiment(ctx, st, name, slots, g.Logger)
+	e, err := report.CollectExperiment(ctx, st, name, slots, report.ExperimentOptions{WithDerived: c.WithReruns}, g.Logger)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,10 @@ import (
 	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/orchestrator/recovery"
+	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store/location"
 )
@@ -30,7 +33,9 @@ import (
 // uploads them later), 130 when interrupted, 1 when it could not be set up
 // or recorded, 2 for bad flags.
 type RunCmd struct {
-	Task     string `help:"Built-in task name or a task folder (task.json + prompt.md)." default:"c-compiler"`
+	// Task has no kong default: "" is "not given", so --resume and --fork
+	// keep the recorded task (a new run gets c-compiler, defaultTask).
+	Task     string `help:"Built-in task name or a task folder (task.json + prompt.md). Default c-compiler; with --resume or --fork: the recorded one (a fork refuses another)."`
 	Model    string `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5). Required unless --resume."`
 	MaxParts int    `name:"max-parts" help:"Part budget: the run never records more parts. Required unless --resume (then: a larger budget)."`
 	Resume   string `help:"Continue trajectory REF (its id, or its folder on this machine) whose run died or ended early: same id and trace, parts continue, a continuation prompt; task, model and budget as recorded unless given." placeholder:"REF"`
@@ -107,7 +112,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return &exitError{2, fmt.Errorf("--disk: %w", err)}
 	}
 	diskOptional := false
-	if c.Disk == "" && c.Resume == "" {
+	if c.Disk == "" && c.Resume == "" && c.Fork == "" { // resume and fork: the recorded cap
 		diskCap, diskOptional = orchestrator.DefaultDisk, true
 	}
 	if c.CPUs < 0 || c.Pids < 0 {
@@ -116,6 +121,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	price, err := parsePrice(c.Price)
 	if err != nil {
 		return &exitError{2, err}
+	}
+	if c.Task == "" && c.Resume == "" && c.Fork == "" {
+		c.Task = defaultTask
 	}
 	opts := orchestrator.Options{
 		Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout, StallTimeout: c.StallTimeout,
@@ -331,11 +339,41 @@ func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator
 		return nil, &exitError{2, fmt.Errorf("--agent %s: the fork reruns %s's harness, %s", c.Agent, src.ref.ID, base.Agent)}
 	}
 	opts.Agent = base.Agent
-	if opts.Task == "c-compiler" || opts.Task == "" { // the flag's default: the source's task
-		opts.Task = base.Task
+	if c.Task != "" {
+		tk, err := task.Load(c.Task)
+		if err != nil {
+			return nil, &exitError{2, fmt.Errorf("--task: %w", err)}
+		}
+		if strings.TrimPrefix(tk.Source, "builtin:") != base.Task {
+			return nil, &exitError{2, fmt.Errorf("--task %s: the fork reruns %s's task, %s (a fork cannot change the task)", c.Task, src.ref.ID, base.Task)}
+		}
 	}
+	opts.Task = base.Task
 	if opts.Model == "" {
 		opts.Model = base.Model
+	}
+	// What resume inherits (orchestrator/recovery's remembered): the
+	// source's script or base URL when the model is the source's, its key
+	// variables and harness binary. An inherited script goes on from
+	// where the source was at the fork point.
+	if st := src.state; st != nil {
+		if opts.Model == base.Model && opts.Script == "" && opts.BaseURL == "" {
+			opts.Script, opts.BaseURL = st.Script, st.BaseURL
+			if opts.Script != "" {
+				if _, err := os.Stat(opts.Script); err != nil {
+					return nil, &exitError{2, fmt.Errorf("%s was recorded with the script %s, which is not on this machine: give --script (%w)", src.ref.ID, opts.Script, err)}
+				}
+				base.Rerun.ContinueScript = true
+			}
+		}
+		if len(opts.APIKeyEnvs) == 0 {
+			opts.APIKeyEnvs = st.APIKeyEnvs
+		}
+		if opts.AgentBin == "" && st.HarnessBin != "" && cmp.Or(st.Agent, harness.Default) == base.Agent {
+			if _, err := os.Stat(st.HarnessBin); err == nil {
+				opts.AgentBin = st.HarnessBin
+			}
+		}
 	}
 	if opts.MaxParts == 0 {
 		opts.MaxParts = max(at+1, src.maxParts())
@@ -346,9 +384,7 @@ func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator
 	if opts.TestsDir == "" {
 		opts.TestsDir = base.TestsDir
 	}
-	if c.Sandbox == "" {
-		opts.Sandbox.Provider = base.Sandbox.Provider
-	}
+	opts.Sandbox = opts.Sandbox.Or(base.Sandbox)
 	if opts.MaxTokens == 0 && opts.MaxCost == 0 && opts.Price == nil && opts.Model == base.Model {
 		opts.MaxTokens, opts.MaxCost, opts.Price = base.MaxTokens, base.MaxCost, base.Price
 	}
@@ -359,3 +395,6 @@ func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator
 	opts.Rerun = base.Rerun
 	return src, nil
 }
+
+// defaultTask is the task of a new run that names none.
+const defaultTask = "c-compiler"

@@ -89,6 +89,16 @@ func TestS3StoreComplete(t *testing.T) {
 	for _, table := range []string{"trajectories", "parts", "evaluations", "tests", "model_calls"} {
 		a, b := parquetRows(t, filepath.Join(fromS3, table)), parquetRows(t, filepath.Join(fromDir, table))
 		t.Logf("%s: %d rows from S3, %d from the folder", table, a, b)
+		if table == "tests" {
+			// Before any evaluate the tests rows come from the per-case
+			// results the run cached in its store's evaluation cache: the
+			// bucket has them, the trajectory folder alone does not (its
+			// export warns and leaves the table empty).
+			if a == 0 || (b != 0 && b != a) {
+				t.Errorf("tests: %d rows from S3 (want the cached ground truth's), %d from the folder (want none or the same)", a, b)
+			}
+			continue
+		}
 		if a != b {
 			t.Errorf("%s: %d rows from S3, %d from the folder", table, a, b)
 		}

@@ -13,7 +13,7 @@
 //	store: ./runs                  # any traj store URL (default: TRAJ_STORE, else ./runs)
 //	work_dir: ""                   # local trajectory folders and sandboxes (as traj run --work-dir)
 //	matrix:                        # every combination, repeats times
-//	  harnesses: [opencode]        # traj run --agent (only opencode until traj run has --agent)
+//	  harnesses: [opencode]        # traj run --agent: opencode, claude-code, codex
 //	  models: [scripted/demo, anthropic/claude-sonnet-4-5]
 //	  tasks: [c-compiler]          # built-in task names or task folders
 //	  params:                      # any other traj run flag, one value per combination
@@ -30,6 +30,22 @@
 //	slurm: {partition: gpu, time: "06:00:00", account: lab, max_active: 8, args: [--qos=normal]}
 //	kubernetes: {image: registry/traj:v2, namespace: research, parallelism: 10, store_claim: runs, secret: keys}
 //	evaluate: {tasks: 8, tests: [basics, wacct]}  # Slurm: evaluate each finished trajectory on the cluster
+//
+// Values that go together are paired, not crossed, by include rows: each
+// row is one combination of the keys it names (harness, model, task, or
+// any traj run flag), crossed only with the lists of the keys no row
+// names. A harness study, each harness with its own script:
+//
+//	matrix:
+//	  models: [scripted/demo]
+//	  include:
+//	    - {harness: opencode, script: sandbox/scripted/demo/c-compiler.jsonl}
+//	    - {harness: claude-code, script: sandbox/scripted/demo/c-compiler-claude-code.jsonl}
+//	    - {harness: codex, script: sandbox/scripted/demo/c-compiler-codex.jsonl}
+//	  repeats: 3
+//
+// gives 3 × 3 slots, not the 27 of crossing harnesses with scripts. Every
+// row names the same keys; a key the rows name is not also a list.
 //
 // With evaluate, the Slurm task of a slot whose trajectory is done runs
 // `traj replay evaluate ID --executor slurm --detach --tasks N`: an sbatch
@@ -51,7 +67,12 @@
 //
 // A slot's id is <name>-<task>-<model>-<hash>-r<repeat>, the hash covering
 // harness, model, task and parameters (not budgets: raising max_parts
-// continues the same trajectories). Attempt n > 1 of a slot is the
+// continues the same trajectories). When the harness varies (two or more
+// harnesses listed, or include rows naming it) the id names it too:
+// <name>-<harness>-<task>-<model>-<hash>-r<repeat> (the hash unchanged). A
+// spec of one harness, or none, keeps its ids; a spec that listed several
+// harnesses before this rule gets new ids, so running it again starts new
+// trajectories beside the old ones (the old stay in the store). Attempt n > 1 of a slot is the
 // trajectory <id>-a<n>. Re-running a spec is idempotent: a slot whose latest
 // attempt ended (solved, part_limit, or a failure with attempts exhausted)
 // is done; one whose latest attempt has no session_end (its process died,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,6 +58,41 @@ type Matrix struct {
 	Tasks     []string            `yaml:"tasks"`
 	Params    map[string][]string `yaml:"params"`
 	Repeats   int                 `yaml:"repeats"`
+	// Include pairs values instead of crossing them: each row is one
+	// combination of the keys it names (harness, model, task, or a traj
+	// run flag), crossed only with the lists of the keys no row names.
+	// Every row names the same keys; a key rows name is not also a list.
+	Include []map[string]string `yaml:"include"`
+}
+
+// Keys of an include row that are the matrix's own axes (any other key is
+// a traj run flag, as in params).
+const (
+	rowHarness = "harness"
+	rowModel   = "model"
+	rowTask    = "task"
+)
+
+// rowKeys are the keys the include rows name (the first row's: check
+// makes every row name the same), sorted.
+func (m *Matrix) rowKeys() []string {
+	if len(m.Include) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m.Include[0]))
+	for k := range m.Include[0] {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// HarnessAxis says whether the harness varies: two or more harnesses
+// listed, or include rows naming the harness. Only then is the harness
+// in the slots' ids, so the ids of a spec with one harness (or none,
+// the default) stay what they were.
+func (m *Matrix) HarnessAxis() bool {
+	return len(m.Harnesses) > 1 || slices.Contains(m.rowKeys(), rowHarness)
 }
 
 // Budget bounds each trajectory.
@@ -127,6 +163,20 @@ type Cell struct {
 	Repeat  int               `json:"repeat"`
 }
 
+// Variant names the cell's parameters ("script=a.jsonl"; "" for none),
+// in key order: what tells apart cells of one harness × model × task.
+func (c Cell) Variant() string {
+	keys := make([]string, 0, len(c.Params))
+	for k := range c.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + c.Params[k]
+	}
+	return strings.Join(keys, " ")
+}
+
 // AttemptID is the trajectory id of attempt n (1-based) of the slot: the
 // slot's id for the first attempt, id-a<n> for relaunches.
 func (c Cell) AttemptID(n int) string {
@@ -136,8 +186,15 @@ func (c Cell) AttemptID(n int) string {
 	return c.ID + "-a" + strconv.Itoa(n)
 }
 
-// Group names the cell's harness × model × task combination.
-func (c Cell) Group() string { return c.Harness + " × " + c.Model + " × " + c.Task }
+// Group names the cell's harness × model × task combination (and its
+// variant, when it has parameters).
+func (c Cell) Group() string {
+	g := c.Harness + " × " + c.Model + " × " + c.Task
+	if v := c.Variant(); v != "" {
+		g += " (" + v + ")"
+	}
+	return g
+}
 
 // DefaultRelaunchOn are the end reasons relaunched when the spec names none.
 var DefaultRelaunchOn = []string{trace.EndAgentError, trace.EndEnvoiError, trace.EndTimeout}
@@ -250,7 +307,9 @@ func (s *Spec) check() SpecErrors {
 		add("$.name", "name %q: use letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)", s.Name)
 	}
 	m := &s.Matrix
-	if len(m.Harnesses) == 0 {
+	errs = append(errs, s.checkInclude()...)
+	rows := m.rowKeys()
+	if len(m.Harnesses) == 0 && !slices.Contains(rows, rowHarness) {
 		m.Harnesses = []string{DefaultHarness}
 	}
 	for i, h := range m.Harnesses {
@@ -258,15 +317,15 @@ func (s *Spec) check() SpecErrors {
 			add(fmt.Sprintf("$.matrix.harnesses[%d]", i), "matrix.harnesses: %v", err)
 		}
 	}
-	if len(m.Models) == 0 {
-		add("$.matrix", "matrix.models is required (PROVIDER/MODEL, e.g. scripted/demo)")
+	if len(m.Models) == 0 && !slices.Contains(rows, rowModel) {
+		add("$.matrix", "matrix.models is required (PROVIDER/MODEL, e.g. scripted/demo), or a model in every include row")
 	}
 	for i, model := range m.Models {
 		if p, n, ok := strings.Cut(model, "/"); !ok || p == "" || n == "" {
 			add(fmt.Sprintf("$.matrix.models[%d]", i), "model %q: want PROVIDER/MODEL", model)
 		}
 	}
-	if len(m.Tasks) == 0 {
+	if len(m.Tasks) == 0 && !slices.Contains(rows, rowTask) {
 		m.Tasks = []string{"c-compiler"}
 	}
 	for field, list := range map[string][]string{"harnesses": m.Harnesses, "models": m.Models, "tasks": m.Tasks} {
@@ -360,6 +419,60 @@ func (s *Spec) check() SpecErrors {
 	return errs
 }
 
+// checkInclude checks the include rows: each names the same keys, none
+// empty; a key rows name is not also a matrix list; harness and model
+// values as in the lists; other keys are traj run flags the experiment
+// does not set itself; no row twice.
+func (s *Spec) checkInclude() SpecErrors {
+	var errs SpecErrors
+	add := func(p, format string, args ...any) { errs = append(errs, s.errAt(p, format, args...)) }
+	m := &s.Matrix
+	keys := m.rowKeys()
+	if len(m.Include) > 0 && len(keys) == 0 {
+		add("$.matrix.include[0]", "matrix.include: a row names at least one key (harness, model, task or a traj run flag)")
+	}
+	lists := map[string]bool{rowHarness: len(m.Harnesses) > 0, rowModel: len(m.Models) > 0, rowTask: len(m.Tasks) > 0}
+	for _, k := range keys {
+		if lists[k] || m.Params[k] != nil {
+			add("$.matrix.include", "matrix.include names %s, which the matrix also lists: give its values in the rows only", k)
+		}
+		if k != rowHarness && k != rowModel && k != rowTask && reserved[k] {
+			add("$.matrix.include", "matrix.include: %s is set by the experiment itself (use the spec's own field)", k)
+		}
+	}
+	seen := map[string]int{}
+	for i, row := range m.Include {
+		at := fmt.Sprintf("$.matrix.include[%d]", i)
+		if len(row) != len(keys) {
+			add(at, "matrix.include row %d names %d keys; every row names the same keys (%s)", i+1, len(row), strings.Join(keys, ", "))
+			continue
+		}
+		for _, k := range keys {
+			v, ok := row[k]
+			switch {
+			case !ok:
+				add(at, "matrix.include row %d lacks %s; every row names the same keys (%s)", i+1, k, strings.Join(keys, ", "))
+			case strings.TrimSpace(v) == "":
+				add(at, "matrix.include row %d: empty %s", i+1, k)
+			case k == rowHarness:
+				if _, err := harness.Lookup(v); err != nil {
+					add(at, "matrix.include row %d: %v", i+1, err)
+				}
+			case k == rowModel:
+				if p, n, ok := strings.Cut(v, "/"); !ok || p == "" || n == "" {
+					add(at, "matrix.include row %d: model %q: want PROVIDER/MODEL", i+1, v)
+				}
+			}
+		}
+		id := Cell{Params: row}.Variant()
+		if j, dup := seen[id]; dup {
+			add(at, "matrix.include row %d repeats row %d (use repeats for more trajectories)", i+1, j+1)
+		}
+		seen[id] = i
+	}
+	return errs
+}
+
 // reserved are traj run flags the experiment sets from its own fields.
 var reserved = map[string]bool{
 	"model": true, "task": true, "agent": true, "max-parts": true, "timeout": true, "max-cost": true,
@@ -396,18 +509,40 @@ func (s *Spec) Cells() []Cell {
 		}
 		combos = next
 	}
+	rows := s.Matrix.Include
+	if len(rows) == 0 {
+		rows = []map[string]string{{}}
+	}
+	or := func(row map[string]string, k string, list []string) []string {
+		if v, ok := row[k]; ok {
+			return []string{v}
+		}
+		return list
+	}
+	withHarness := s.Matrix.HarnessAxis()
 	var cells []Cell
-	for _, h := range s.Matrix.Harnesses {
-		for _, m := range s.Matrix.Models {
-			for _, t := range s.Matrix.Tasks {
-				for _, p := range combos {
-					for r := 1; r <= s.Matrix.Repeats; r++ {
-						c := Cell{Index: len(cells), Harness: h, Model: m, Task: t, Repeat: r}
-						if len(p) > 0 {
-							c.Params = p
+	for _, row := range rows {
+		for _, h := range or(row, rowHarness, s.Matrix.Harnesses) {
+			for _, m := range or(row, rowModel, s.Matrix.Models) {
+				for _, t := range or(row, rowTask, s.Matrix.Tasks) {
+					for _, p := range combos {
+						for r := 1; r <= s.Matrix.Repeats; r++ {
+							c := Cell{Index: len(cells), Harness: h, Model: m, Task: t, Repeat: r}
+							params := maps.Clone(p)
+							for k, v := range row {
+								if k != rowHarness && k != rowModel && k != rowTask {
+									if params == nil {
+										params = map[string]string{}
+									}
+									params[k] = v
+								}
+							}
+							if len(params) > 0 {
+								c.Params = params
+							}
+							c.ID = cellID(s.Name, c, withHarness)
+							cells = append(cells, c)
 						}
-						c.ID = cellID(s.Name, c)
-						cells = append(cells, c)
 					}
 				}
 			}
@@ -416,10 +551,12 @@ func (s *Spec) Cells() []Cell {
 	return cells
 }
 
-// cellID is <name>-<task>-<model>-<hash>-r<repeat>: readable, and unique
-// through a hash of harness, model, task and parameters (not budgets: a
-// larger budget continues the same trajectories).
-func cellID(name string, c Cell) string {
+// cellID is <name>-<task>-<model>-<hash>-r<repeat>, with the harness
+// after the name (<name>-<harness>-<task>-…) when the spec varies it
+// (withHarness, Matrix.HarnessAxis): readable, and unique through a hash
+// of harness, model, task and parameters (not budgets: a larger budget
+// continues the same trajectories).
+func cellID(name string, c Cell, withHarness bool) string {
 	key, _ := json.Marshal(struct {
 		H, M, T string
 		P       map[string]string
@@ -428,6 +565,9 @@ func cellID(name string, c Cell) string {
 	model := c.Model
 	if _, n, ok := strings.Cut(model, "/"); ok {
 		model = n
+	}
+	if withHarness {
+		name += "-" + slug(c.Harness, 16)
 	}
 	return fmt.Sprintf("%s-%s-%s-%s-r%d", name, slug(filepath.Base(c.Task), 24), slug(model, 32), hex.EncodeToString(sum[:3]), c.Repeat)
 }
@@ -478,7 +618,12 @@ func (s *Spec) CheckRunFlags(flags map[string]bool) error {
 			add("$.matrix.params."+k, "matrix.params.%s: traj run has no --%s flag", k, k)
 		}
 	}
-	if !flags["agent"] && (len(s.Matrix.Harnesses) != 1 || s.Matrix.Harnesses[0] != DefaultHarness) {
+	for _, k := range s.Matrix.rowKeys() {
+		if k != rowHarness && k != rowModel && k != rowTask && !flags[k] {
+			add("$.matrix.include", "matrix.include: traj run has no --%s flag", k)
+		}
+	}
+	if !flags["agent"] && (s.Matrix.HarnessAxis() || len(s.Matrix.Harnesses) != 1 || s.Matrix.Harnesses[0] != DefaultHarness) {
 		add("$.matrix.harnesses", "matrix.harnesses: this traj run has no --agent flag (only %s is available)", DefaultHarness)
 	}
 	if s.Sandbox != "" && !flags["sandbox"] {

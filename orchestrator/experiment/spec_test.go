@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -56,9 +58,21 @@ func TestCellsDeterministic(t *testing.T) {
 		}
 	}
 	// Golden: ids must not change between traj versions (re-running an
-	// experiment must find its trajectories).
-	if got, want := ca[0].ID, "sweep-c-compiler-demo-8cedab-r1"; got != want {
+	// experiment must find its trajectories). A spec of two harnesses has
+	// the harness in its ids (since the harness studies; before, this one
+	// was sweep-c-compiler-demo-8cedab-r1, the same hash); one harness, or
+	// none, keeps the ids it had.
+	if got, want := ca[0].ID, "sweep-opencode-c-compiler-demo-8cedab-r1"; got != want {
 		t.Errorf("first id: got %s, want %s", got, want)
+	}
+	for _, one := range []string{"  harnesses: [opencode]\n", ""} {
+		o, err := Parse("o.yaml", []byte(strings.Replace(goodSpec, "  harnesses: [opencode, claude-code]\n", one, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := o.Cells()[0].ID, "sweep-c-compiler-demo-8cedab-r1"; got != want {
+			t.Errorf("one harness (%q): first id %s, want %s as before", one, got, want)
+		}
 	}
 	if got := ca[0].AttemptID(2); got != ca[0].ID+"-a2" {
 		t.Errorf("attempt 2 id: %s", got)
@@ -152,6 +166,102 @@ func TestParseMemory(t *testing.T) {
 	for _, bad := range []string{"", "G", "-1G", "3X", "lots"} {
 		if _, err := ParseMemory(bad); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestIncludeRows: include rows pair values instead of crossing them: a
+// script per harness gives one slot per harness (and repeat), each with
+// its own script, crossed with the lists rows do not name (models); the
+// harness is in every id.
+func TestIncludeRows(t *testing.T) {
+	s, err := Parse("h.yaml", []byte(`name: study
+matrix:
+  models: [scripted/demo, scripted/other]
+  include:
+    - {harness: opencode, script: demo/c-compiler.jsonl}
+    - {harness: claude-code, script: demo/c-compiler-claude-code.jsonl}
+    - {harness: codex, script: demo/c-compiler-codex.jsonl}
+  repeats: 2
+budget: {max_parts: 40}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := s.Cells()
+	if len(cells) != 3*2*2 {
+		t.Fatalf("%d cells, want 12 (3 rows × 2 models × 2 repeats), not the 18 of a cross product", len(cells))
+	}
+	want := map[string]string{"opencode": "demo/c-compiler.jsonl", "claude-code": "demo/c-compiler-claude-code.jsonl", "codex": "demo/c-compiler-codex.jsonl"}
+	seen := map[string]bool{}
+	for i, c := range cells {
+		if c.Params["script"] != want[c.Harness] || len(c.Params) != 1 {
+			t.Errorf("cell %d: harness %s with params %v, want script %s", i, c.Harness, c.Params, want[c.Harness])
+		}
+		if !strings.HasPrefix(c.ID, "study-"+c.Harness+"-c-compiler-") || seen[c.ID] || c.Index != i {
+			t.Errorf("cell %d: id %s (index %d): want study-%s-c-compiler-…, unique", i, c.ID, c.Index, c.Harness)
+		}
+		seen[c.ID] = true
+	}
+	if !s.Matrix.HarnessAxis() {
+		t.Error("rows naming the harness: HarnessAxis false")
+	}
+	if err := s.CheckRunFlags(map[string]bool{"agent": true, "script": true}); err != nil {
+		t.Errorf("CheckRunFlags: %v", err)
+	}
+	if err := s.CheckRunFlags(map[string]bool{"agent": true}); err == nil || !strings.Contains(err.Error(), "no --script flag") {
+		t.Errorf("CheckRunFlags without --script: %v", err)
+	}
+	args := strings.Join(s.RunArgs(cells[0], cells[0].ID, map[string]bool{"agent": true, "script": true}), " ")
+	if !strings.Contains(args, "--agent opencode") || !strings.Contains(args, "--script=demo/c-compiler.jsonl") {
+		t.Errorf("run args of cell 0: %s", args)
+	}
+
+	for _, tc := range []struct{ name, matrix, want string }{
+		{"keys differ", "  models: [a/b]\n  include:\n    - {harness: opencode, script: x}\n    - {harness: codex}\n", "h.yaml:6: matrix.include row 2 names 1 keys"},
+		{"listed too", "  harnesses: [opencode]\n  models: [a/b]\n  include:\n    - {harness: codex}\n", "matrix.include names harness, which the matrix also lists"},
+		{"unknown harness", "  models: [a/b]\n  include:\n    - {harness: aider}\n", `h.yaml:5: matrix.include row 1: harness "aider"`},
+		{"twice", "  models: [a/b]\n  include:\n    - {harness: codex}\n    - {harness: codex}\n", "row 2 repeats row 1"},
+		{"reserved", "  models: [a/b]\n  include:\n    - {max-parts: \"3\"}\n", "max-parts is set by the experiment itself"},
+		{"bad model", "  include:\n    - {model: nomodel}\n", `model "nomodel": want PROVIDER/MODEL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("h.yaml", []byte("name: x\nmatrix:\n"+tc.matrix+"budget: {max_parts: 3}\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestREADMEStudySpec: the README's harness study parses as written and
+// gives one slot per harness and repeat, each harness with its own demo
+// script (which exists).
+func TestREADMEStudySpec(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n# study.yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("the README has no study.yaml block")
+	}
+	s, err := Parse("study.yaml", []byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := s.Cells()
+	if len(cells) != 9 {
+		t.Fatalf("%d slots, want 3 harnesses × 3 repeats", len(cells))
+	}
+	for _, c := range cells {
+		script := c.Params["script"]
+		if !strings.Contains(script, "c-compiler") || (c.Harness != "opencode") != strings.Contains(script, c.Harness) {
+			t.Errorf("slot %s: harness %s with script %s", c.ID, c.Harness, script)
+		}
+		if _, err := os.Stat(filepath.Join("../..", script)); err != nil {
+			t.Errorf("slot %s: %v", c.ID, err)
 		}
 	}
 }

@@ -36,6 +36,9 @@ type endpointSpec struct {
 	// SourceModel is a fork's source's PROVIDER/MODEL, which the recorded
 	// calls name.
 	SourceModel string
+	// ContinueScript: a fork's Script starts past the responses its
+	// source played before the fork point (scriptPlayed).
+	ContinueScript bool
 	// Varying is what the harness documents as varying in its requests
 	// from run to run (harness.Harness.Varying).
 	Varying *regexp.Regexp
@@ -138,8 +141,15 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		if err != nil {
 			return nil, fmt.Errorf("scripted model: %w", err)
 		}
+		skip := 0
+		if spec.ContinueScript && spec.Playback != "" && spec.ForkAt > 0 {
+			if skip, err = scriptPlayed(spec.Playback, spec.ForkAt); err != nil {
+				return nil, err
+			}
+			spec.Logger.Info("fork: the script goes on where its source was at the fork point", "responses_played", skip)
+		}
 		ep.Scripted = scripted.New(script, scripted.Options{Models: []string{modelID, "small"}, SideModels: []string{"small"},
-			Logger: spec.Logger})
+			Logger: spec.Logger, Skip: skip})
 		stops = append(stops, serve(ctx, "scripted model", ep.Scripted.Serve, ln, spec.Logger))
 		upstream = scripted.BaseURL(ln.Addr())
 	default:
@@ -239,4 +249,26 @@ func serve(ctx context.Context, name string, run func(context.Context, net.Liste
 		}
 	}()
 	return func() { cancel(); <-served }
+}
+
+// scriptPlayed is how many script responses the scripted model had played
+// in the model-call record calls (a fork's source) before the source held
+// forkAt parts: the calls the fork replays, less the side requests and the
+// scripted model's own answers (scripted.PlayedLine).
+func scriptPlayed(calls string, forkAt int) (int, error) {
+	recorded, err := playback.Load(calls)
+	if err != nil {
+		return 0, fmt.Errorf("fork: %w", err)
+	}
+	n := 0
+	for _, c := range recorded {
+		if c.PartsBefore == nil || *c.PartsBefore >= forkAt {
+			continue
+		}
+		reply, _ := model.Assemble(c.API, []byte(c.Response))
+		if scripted.PlayedLine(c.Status, reply.Text, len(reply.ToolCalls)) {
+			n++
+		}
+	}
+	return n, nil
 }

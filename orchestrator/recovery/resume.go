@@ -28,7 +28,8 @@ import (
 // trajectory as for `traj run`; every run option not given (model,
 // budget, timeout, script, endpoint, API-key variables, harness binary,
 // tests folder) is the one run.json recorded; Task, TrajectoryID and the
-// store are the trajectory's. A solved trajectory, one recorded by a live
+// store are the trajectory's (a Task given that is not its own is
+// refused). A solved trajectory, one recorded by a live
 // process, or one whose budget is spent is refused before anything
 // changes.
 func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchestrator.Result, error) {
@@ -39,6 +40,12 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 	st := l.State
 	if st.Playback != "" {
 		return nil, fmt.Errorf("resume %s: it is a rerun (traj replay rerun), answered from its source's recorded model calls; rerun the source again instead", id)
+	}
+	if opts.Task != "" {
+		// A task given explicitly must be the trajectory's own.
+		if tk, err := task.Load(opts.Task); err != nil || tk.Source != st.TaskSource {
+			return nil, fmt.Errorf("resume %s: --task %s: the trajectory's task is %s, and a resume cannot change it", id, opts.Task, strings.TrimPrefix(st.TaskSource, "builtin:"))
+		}
 	}
 	opts, err = remembered(opts, st)
 	if err != nil {

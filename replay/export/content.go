@@ -26,6 +26,9 @@ type partView struct {
 	Subsession string // a sub-agent tool's session
 	Start, End time.Time
 	Files      []string // files the part says it changed
+	// Action is what the tool call does as its harness's adapter reads it
+	// (nil: a tool the adapter does not know).
+	Action *agent.Action
 	// read says the harness's reader read the content.
 	read bool
 }
@@ -52,6 +55,7 @@ func viewPart(p *trace.Part, r agent.Reader) partView {
 			v.Tool = t.Name
 		}
 		v.CallID, v.Status, v.Input, v.Output, v.Error, v.Subsession = t.CallID, string(t.Status), t.Input, t.Output, t.Error, t.ChildSessionID
+		v.Action = t.Action
 	}
 	return v
 }

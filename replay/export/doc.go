@@ -26,6 +26,10 @@
 // part; this package decodes no harness object, so every harness exports
 // alike. Schema 2: harness is the name without the version (harness_version
 // holds it), and ATIF's extra keeps each part's harness object verbatim.
+// Schema 3: the parts' harness-neutral tool columns (tool_kind, command,
+// file_path, exit_code, from the adapter's agent.Action), and tool_input
+// written one way for every harness (agent.PlainJSON: compact, <, > and &
+// unescaped; before, two harnesses' inputs carried \u003c escapes).
 //
 // # Layout, versions, incremental export
 //
@@ -42,7 +46,7 @@
 //
 // Trajectories are exported --workers at a time (default 2).
 //
-// SchemaVersion (now "1") versions the column names, types and meanings
+// SchemaVersion (now "3") versions the column names, types and meanings
 // below and the ATIF mapping; it is in each Parquet file's key-value
 // metadata ("traj.export.schema_version", with "traj.export.table",
 // "traj.export.value_cap_bytes", "traj.trajectory_id", "traj.version"), in
@@ -78,7 +82,7 @@
 // 4.8x. RSS does not follow the trace. Where the time goes: AGENTS.md
 // ("The part index").
 //
-// # Parquet tables (schema version 1)
+// # Parquet tables (schema version 3)
 //
 // Strings are UTF-8 (BYTE_ARRAY STRING), times are TIMESTAMP(MICROS,
 // UTC), integers INT64 unless noted, fractions DOUBLE. Columns marked
@@ -109,8 +113,14 @@
 //	                       totals when present, else the sum over parts)
 //	evaluated              BOOLEAN; an evaluation report was found
 //	final_passed, final_failed, final_total, final_pass_rate
-//	                       null; the evaluation at the last part
-//	best_pass_rate, best_part   null; the best evaluated pass rate and the first part at it
+//	                       null; the evaluation at the last part; without an
+//	                       evaluation report, the trace's last full ground truth
+//	                       (replay.FullGroundTruth: no error, not sampled)
+//	best_pass_rate, best_part   null; the best pass rate and the first part at it
+//	                       (from the same source)
+//	score_source           null; where the scores above come from: "evaluate" (the
+//	                       evaluation report) or "ground_truth" (the trace); null:
+//	                       neither has a result
 //	trace_rebuilt          BOOLEAN; the trace was rebuilt from chunks (the run died)
 //	source                 where the trajectory was read from
 //	rerun_of               null; the trajectory this one reran (traj replay rerun)
@@ -138,13 +148,24 @@
 //	message_id, part_id, part_type   null; the harness's ids and part type
 //	                       (text, reasoning, tool, patch, …)
 //	tool, tool_call_id, tool_status, tool_title   null; tool parts
-//	tool_input             null; the call's arguments as JSON text, capped
+//	tool_input             null; the call's arguments as JSON text, capped; compact,
+//	                       <, > and & as themselves whatever the harness wrote
 //	tool_input_bytes       null; the arguments' full length in bytes
 //	tool_output            null; the tool's output, capped
 //	tool_output_bytes      null; its full length
 //	tool_error             null; the tool's error, capped
 //	tool_duration_ms       null; tool start to end
 //	subagent_session_id    null; the sub-agent session a task tool started
+//	tool_kind              null; what the tool call does, the same for every
+//	                       harness: shell, edit, write, read, search, run_tests,
+//	                       sub-agent, todo (agent.Action.ToolKind, decided by the
+//	                       adapter that knows the tool); null for a tool it does
+//	                       not know
+//	command                null; a shell call's command line, capped
+//	file_path              null; the file an edit, write or read names (as given)
+//	exit_code              null; a shell call's exit status when the harness
+//	                       reports it (OpenCode's bash metadata, Codex's
+//	                       exit_code, Claude Code's "Exit code N" error)
 //	text                   null; text and reasoning parts' text, capped
 //	text_bytes             null; its full length
 //	value_cap_bytes        the cap in force (--value-cap; -1: none). A value whose
@@ -195,10 +216,16 @@
 //	timestamp              null; run_tests: when the call completed; ground_truth:
 //	                       when the result landed
 //
-// tests — one row per test case of the evaluation report's attribution:
+// tests — one row per test case of the evaluation report's attribution,
+// or, without a report, of the trace's full ground truth with each result's
+// cases read from the store's evaluation cache, where the run put them
+// (replay.GroundTruthAttribution; parts are then the ground-truth parts,
+// and a result missing from the cache leaves the table empty, with a
+// warning):
 //
 //	trajectory_id, test    test id ("basics/smoke/hello.c")
 //	suite                  the test id's first segment
+//	source                 "evaluate" or "ground_truth" (as score_source)
 //	first_pass_part        null; the part that first made it pass
 //	broken_at, fixed_at    LIST<INT64>; parts after which it broke / passed again
 //	times_broken           INT32

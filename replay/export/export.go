@@ -23,7 +23,7 @@ import (
 // new nullable column is not. It is written into every Parquet file's
 // metadata ("traj.export.schema_version"), into ATIF's extra, and into
 // the manifest; an export folder of another version is rewritten whole.
-const SchemaVersion = "2"
+const SchemaVersion = "3"
 
 // Formats.
 const (

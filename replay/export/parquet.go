@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/source"
+	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
@@ -156,6 +160,9 @@ type parquetExport struct {
 	row      TrajectoryRow
 	usage    trace.Usage
 	trees    map[string]string // commit → tree
+	// ground is the trace's ground truth, for the scores when no evaluate
+	// report exists.
+	ground []trace.GroundTruth
 }
 
 func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int64, error) {
@@ -332,8 +339,24 @@ func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) erro
 		row.Model = str(m)
 	}
 	if len(v.Input) > 0 && string(v.Input) != "null" {
-		row.ToolInput, row.ToolInputBytes = capped(string(v.Input), limit)
+		row.ToolInput, row.ToolInputBytes = capped(string(agent.PlainJSON(v.Input)), limit)
 		size += int64(len(*row.ToolInput))
+	}
+	if a := v.Action; a != nil && v.Type == "tool" {
+		row.ToolKind = str(a.ToolKind())
+		switch a.Kind {
+		case agent.ActionCommand:
+			row.Command, _ = capped(a.Command, limit)
+			if a.ExitCode != nil {
+				n := int32(*a.ExitCode)
+				row.ExitCode = &n
+			}
+		case agent.ActionEdit, agent.ActionWrite, agent.ActionRead:
+			row.FilePath = str(a.Path)
+		}
+		if row.Command != nil {
+			size += int64(len(*row.Command))
+		}
 	}
 	if v.Type == "tool" {
 		row.ToolOutput, row.ToolOutputBytes = capped(v.Output, limit)
@@ -411,6 +434,7 @@ func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) erro
 // a tree that could not be evaluated. A freshly recorded trajectory has
 // scores before any traj replay evaluate.
 func (e *parquetExport) groundTruth(gts []trace.GroundTruth) error {
+	e.ground = append(e.ground, gts...)
 	for _, gt := range gts {
 		base := EvaluationRow{TrajectoryID: e.in.id, Source: "ground_truth", Commit: str(gt.Commit), Tree: str(gt.Tree),
 			Part: i64(int64(gt.Part)), ResultSource: str("evaluated"), DurationMs: i64(gt.DurationMs), Timestamp: timestamp(gt.Timestamp)}
@@ -492,7 +516,7 @@ func (e *parquetExport) tree(ctx context.Context, commit string) string {
 func (e *parquetExport) evaluations(ctx context.Context) error {
 	ev := e.in.eval
 	if ev == nil {
-		return nil
+		return e.groundTruthScores(ctx)
 	}
 	e.row.Evaluated = true
 	commits := make([]string, 0, len(ev.CommitEvaluations))
@@ -567,6 +591,7 @@ func (e *parquetExport) evaluations(ctx context.Context) error {
 				e.row.BestPassRate, e.row.BestPart = f64(pe.PassRate), i64(int64(k))
 			}
 		}
+		e.row.ScoreSource = str(sourceEvaluate)
 	}
 	tests := make([]string, 0, len(ev.TestAttribution))
 	for t := range ev.TestAttribution {
@@ -578,12 +603,60 @@ func (e *parquetExport) evaluations(ctx context.Context) error {
 		if a == nil {
 			continue
 		}
-		r := TestRow{TrajectoryID: e.in.id, Test: t, Suite: testSuite(t), BrokenAt: ints(a.BrokenAt), FixedAt: ints(a.FixedAt),
-			TimesBroken: int32(len(a.BrokenAt)), PassingAtEnd: a.PassingAtEnd}
-		if a.FirstPassPart != nil {
-			r.FirstPassPart = i64(int64(*a.FirstPassPart))
+		if err := e.testRow(t, a, sourceEvaluate); err != nil {
+			return err
 		}
-		if err := e.tests.add(r, int64(len(t))+64); err != nil {
+	}
+	return nil
+}
+
+// Where a trajectory's scores and tests come from (score_source, the
+// tests table's source).
+const (
+	sourceEvaluate    = "evaluate"
+	sourceGroundTruth = "ground_truth"
+)
+
+func (e *parquetExport) testRow(t string, a *replay.Attribution, source string) error {
+	r := TestRow{TrajectoryID: e.in.id, Test: t, Suite: testSuite(t), Source: source, BrokenAt: ints(a.BrokenAt), FixedAt: ints(a.FixedAt),
+		TimesBroken: int32(len(a.BrokenAt)), PassingAtEnd: a.PassingAtEnd}
+	if a.FirstPassPart != nil {
+		r.FirstPassPart = i64(int64(*a.FirstPassPart))
+	}
+	return e.tests.add(r, int64(len(t))+64)
+}
+
+// groundTruthScores are a trajectory's scores without an evaluate report:
+// its final and best results from the trace's full ground truth, and the
+// tests table from the per-case results the run cached (the store's
+// evaluation cache, by each result's cache key). A trajectory whose
+// cached results are gone has scores and no tests rows (a warning says
+// so).
+func (e *parquetExport) groundTruthScores(ctx context.Context) error {
+	full := replay.FullGroundTruth(e.ground)
+	if len(full) == 0 {
+		return nil
+	}
+	e.row.ScoreSource = str(sourceGroundTruth)
+	rate := func(g trace.GroundTruth) float64 { return float64(g.Passed) / float64(g.Total) }
+	last := full[len(full)-1]
+	e.row.FinalPassed, e.row.FinalFailed, e.row.FinalTotal = i64(last.Passed), i64(last.Failed), i64(last.Total)
+	e.row.FinalPassRate = f64(rate(last))
+	for _, g := range full {
+		if e.row.BestPassRate == nil || rate(g) > *e.row.BestPassRate {
+			e.row.BestPassRate, e.row.BestPart = f64(rate(g)), i64(int64(g.Part))
+		}
+	}
+	if e.in.store == nil {
+		return nil
+	}
+	attr, ok, err := replay.GroundTruthAttribution(ctx, source.Cache(e.in.store), full)
+	if err != nil || !ok {
+		e.in.warn("tests table: the run's cached ground-truth results are not all in the store's evaluation cache (%v); traj replay evaluate fills it", err)
+		return nil
+	}
+	for _, t := range slices.Sorted(maps.Keys(attr)) {
+		if err := e.testRow(t, attr[t], sourceGroundTruth); err != nil {
 			return err
 		}
 	}

@@ -40,6 +40,7 @@ type TrajectoryRow struct {
 	FinalPassRate      *float64   `parquet:"final_pass_rate,optional"`
 	BestPassRate       *float64   `parquet:"best_pass_rate,optional"`
 	BestPart           *int64     `parquet:"best_part,optional"`
+	ScoreSource        *string    `parquet:"score_source,optional,dict"`
 	TraceRebuilt       bool       `parquet:"trace_rebuilt"`
 	Source             string     `parquet:"source"`
 	RerunOf            *string    `parquet:"rerun_of,optional"`
@@ -84,6 +85,10 @@ type PartRow struct {
 	ToolError        *string    `parquet:"tool_error,optional"`
 	ToolDurationMs   *int64     `parquet:"tool_duration_ms,optional"`
 	SubagentSession  *string    `parquet:"subagent_session_id,optional"`
+	ToolKind         *string    `parquet:"tool_kind,optional,dict"`
+	Command          *string    `parquet:"command,optional"`
+	FilePath         *string    `parquet:"file_path,optional"`
+	ExitCode         *int32     `parquet:"exit_code,optional"`
 	Text             *string    `parquet:"text,optional"`
 	TextBytes        *int64     `parquet:"text_bytes,optional"`
 	ValueCapBytes    int64      `parquet:"value_cap_bytes"`
@@ -137,6 +142,7 @@ type TestRow struct {
 	TrajectoryID  string  `parquet:"trajectory_id,dict"`
 	Test          string  `parquet:"test"`
 	Suite         string  `parquet:"suite,dict"`
+	Source        string  `parquet:"source,dict"`
 	FirstPassPart *int64  `parquet:"first_pass_part,optional"`
 	BrokenAt      []int64 `parquet:"broken_at,list"`
 	FixedAt       []int64 `parquet:"fixed_at,list"`

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,11 +40,22 @@ var Thresholds = []float64{0.25, 0.5, 0.9, 1}
 // harness, model and task, one repeat, and its attempts' trajectory ids in
 // order (the last one present is the slot's outcome).
 type ExperimentSlot struct {
-	Harness  string
-	Model    string
-	Task     string
+	Harness string
+	Model   string
+	Task    string
+	// Variant names the slot's other parameters ("script=a.jsonl"): slots
+	// that differ only in it are separate groups.
+	Variant  string
 	Repeat   int
 	Attempts []string
+}
+
+// ExperimentOptions change what the experiment report counts.
+type ExperimentOptions struct {
+	// WithDerived counts a slot whose latest attempt is a rerun or a fork
+	// of another trajectory in the group statistics; by default it is
+	// left out (counted in LeftOut), not being a new sample.
+	WithDerived bool
 }
 
 // Experiment is the report of one experiment.
@@ -56,13 +68,45 @@ type Experiment struct {
 	NotStarted []string `json:"not_started,omitempty"`
 	// Trajectories counts every attempt found, relaunched ones included.
 	Trajectories int `json:"trajectories"`
+	// Harnesses compares harness against harness (HarnessPair).
+	Harnesses []HarnessPair `json:"harness_comparisons"`
+	// LeftOut are slots whose latest attempt is a rerun or a fork, not in
+	// the statistics (ExperimentOptions.WithDerived).
+	LeftOut []string `json:"reruns_and_forks_left_out,omitempty"`
 }
 
-// Group is one harness × model × task × score source.
+// HarnessPair compares two harnesses on one task and score source: the
+// final score difference (A − B) over the slots both have, paired by
+// task and repeat (the seed), and the mean cost and parts of each over
+// those pairs. Slots are paired within a model both harnesses ran; when
+// the two share no model (a study pairing each harness with its own
+// model), a harness with one model is paired across models (Models says
+// which).
+type HarnessPair struct {
+	Task     string   `json:"task"`
+	Source   string   `json:"score_source"`
+	A        string   `json:"harness_a"`
+	B        string   `json:"harness_b"`
+	Models   string   `json:"models"`
+	N        int      `json:"pairs"`
+	MeanA    float64  `json:"mean_final_a"`
+	MeanB    float64  `json:"mean_final_b"`
+	MeanDiff float64  `json:"mean_difference"`
+	AWins    int      `json:"a_better"`
+	BWins    int      `json:"b_better"`
+	Ties     int      `json:"ties"`
+	CostA    *float64 `json:"mean_cost_a"`
+	CostB    *float64 `json:"mean_cost_b"`
+	PartsA   float64  `json:"mean_parts_a"`
+	PartsB   float64  `json:"mean_parts_b"`
+}
+
+// Group is one harness × model × task (× variant) × score source.
 type Group struct {
 	Harness string `json:"harness"`
 	Model   string `json:"model"`
 	Task    string `json:"task"`
+	Variant string `json:"variant,omitempty"`
 	// Source is where the scores come from (RateSource of the rows).
 	Source     string   `json:"score_source"`
 	Slots      int      `json:"slots"`
@@ -126,7 +170,7 @@ type Pair struct {
 
 // CollectExperiment builds the experiment report of slots from st's
 // summaries (see CollectSummaries: summary files, not traces).
-func CollectExperiment(ctx context.Context, st Store, name string, slots []ExperimentSlot, logger *slog.Logger) (*Experiment, error) {
+func CollectExperiment(ctx context.Context, st Store, name string, slots []ExperimentSlot, opts ExperimentOptions, logger *slog.Logger) (*Experiment, error) {
 	var ids []string
 	for _, s := range slots {
 		ids = append(ids, s.Attempts...)
@@ -139,11 +183,11 @@ func CollectExperiment(ctx context.Context, st Store, name string, slots []Exper
 	for _, s := range sums {
 		byID[s.ID] = s
 	}
-	return buildExperiment(name, slots, byID), nil
+	return buildExperiment(name, slots, byID, opts), nil
 }
 
-func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*SummaryFile) *Experiment {
-	e := &Experiment{Name: name, Groups: []Group{}, Pairs: []Pair{}}
+func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*SummaryFile, opts ExperimentOptions) *Experiment {
+	e := &Experiment{Name: name, Groups: []Group{}, Pairs: []Pair{}, Harnesses: []HarnessPair{}}
 	groups := map[string]*Group{}
 	var order []string
 	for _, s := range slots {
@@ -162,10 +206,14 @@ func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*Summa
 			}
 			continue
 		}
-		key := strings.Join([]string{s.Harness, s.Model, s.Task, latest.RateSource}, "\x00")
+		if latest.Derived() && !opts.WithDerived {
+			e.LeftOut = append(e.LeftOut, latest.ID)
+			continue
+		}
+		key := strings.Join([]string{s.Harness, s.Model, s.Task, s.Variant, latest.RateSource}, "\x00")
 		g := groups[key]
 		if g == nil {
-			g = &Group{Harness: s.Harness, Model: s.Model, Task: s.Task, Source: latest.RateSource}
+			g = &Group{Harness: s.Harness, Model: s.Model, Task: s.Task, Variant: s.Variant, Source: latest.RateSource}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -230,10 +278,142 @@ func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*Summa
 		if a.Model != b.Model {
 			return a.Model < b.Model
 		}
+		if a.Variant != b.Variant {
+			return a.Variant < b.Variant
+		}
 		return a.Source < b.Source
 	})
 	e.Pairs = pairs(e.Groups)
+	e.Harnesses = harnessPairs(e.Groups)
 	return e
+}
+
+// harnessPairs compares every two harnesses on each task and score
+// source (HarnessPair): members are paired by repeat within a model both
+// ran, or, when they share none, across models.
+func harnessPairs(groups []Group) []HarnessPair {
+	type side struct {
+		models map[string]bool
+		byKey  map[string]Member // model + repeat → member
+		byRep  map[int]Member
+		multi  bool // several members at one repeat (more models or variants)
+	}
+	sides := map[[3]string]*side{} // task, source, harness
+	var harnesses []string
+	for _, g := range groups {
+		if g.Source == "" {
+			continue
+		}
+		k := [3]string{g.Task, g.Source, g.Harness}
+		s := sides[k]
+		if s == nil {
+			s = &side{models: map[string]bool{}, byKey: map[string]Member{}, byRep: map[int]Member{}}
+			sides[k] = s
+		}
+		if !slices.Contains(harnesses, g.Harness) {
+			harnesses = append(harnesses, g.Harness)
+		}
+		s.models[g.Model] = true
+		for _, m := range g.Members {
+			s.byKey[g.Model+"\x00"+g.Variant+"\x00"+strconv.Itoa(m.Repeat)] = m
+			if _, dup := s.byRep[m.Repeat]; dup {
+				s.multi = true
+			}
+			s.byRep[m.Repeat] = m
+		}
+	}
+	sort.Strings(harnesses)
+	var keys [][3]string
+	for k := range sides {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return strings.Join(keys[i][:], "\x00") < strings.Join(keys[j][:], "\x00") })
+	var out []HarnessPair
+	for _, ka := range keys {
+		for _, hb := range harnesses {
+			if hb <= ka[2] {
+				continue
+			}
+			a, b := sides[ka], sides[[3]string{ka[0], ka[1], hb}]
+			if b == nil {
+				continue
+			}
+			p := HarnessPair{Task: ka[0], Source: ka[1], A: ka[2], B: hb}
+			var pairs [][2]Member
+			shared := false
+			for k, ma := range a.byKey {
+				if mb, ok := b.byKey[k]; ok {
+					pairs, shared = append(pairs, [2]Member{ma, mb}), true
+				}
+			}
+			if !shared && !a.multi && !b.multi {
+				for r, ma := range a.byRep {
+					if mb, ok := b.byRep[r]; ok {
+						pairs = append(pairs, [2]Member{ma, mb})
+					}
+				}
+			}
+			p.Models = modelsOf(a.models, b.models, shared)
+			var costA, costB float64
+			nCost := 0
+			for _, pr := range pairs {
+				ma, mb := pr[0], pr[1]
+				if ma.Final == nil || mb.Final == nil {
+					continue
+				}
+				d := *ma.Final - *mb.Final
+				p.N++
+				n := float64(p.N)
+				p.MeanDiff += (d - p.MeanDiff) / n
+				p.MeanA += (*ma.Final - p.MeanA) / n
+				p.MeanB += (*mb.Final - p.MeanB) / n
+				p.PartsA += (float64(ma.Parts) - p.PartsA) / n
+				p.PartsB += (float64(mb.Parts) - p.PartsB) / n
+				if ma.Cost != nil && mb.Cost != nil {
+					nCost++
+					costA += (*ma.Cost - costA) / float64(nCost)
+					costB += (*mb.Cost - costB) / float64(nCost)
+				}
+				switch {
+				case d > 1e-9:
+					p.AWins++
+				case d < -1e-9:
+					p.BWins++
+				default:
+					p.Ties++
+				}
+			}
+			if nCost > 0 {
+				p.CostA, p.CostB = &costA, &costB
+			}
+			if p.N > 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// modelsOf says which models a harness pair compared: the shared ones, or
+// each side's.
+func modelsOf(a, b map[string]bool, shared bool) string {
+	list := func(m map[string]bool, only map[string]bool) string {
+		var out []string
+		for k := range m {
+			if only == nil || only[k] {
+				out = append(out, k)
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, ", ")
+	}
+	if shared {
+		return list(a, b)
+	}
+	if la, lb := list(a, nil), list(b, nil); la != lb {
+		return la + " vs " + lb
+	}
+	return list(a, nil)
 }
 
 // addMean folds v into a running mean of n values.
@@ -280,7 +460,7 @@ func pairs(groups []Group) []Pair {
 	for i := range groups {
 		for j := range groups {
 			a, b := groups[i], groups[j]
-			if a.Model >= b.Model || a.Harness != b.Harness || a.Task != b.Task || a.Source != b.Source || a.Source == "" {
+			if a.Model >= b.Model || a.Harness != b.Harness || a.Task != b.Task || a.Variant != b.Variant || a.Source != b.Source || a.Source == "" {
 				continue
 			}
 			byRepeat := map[int]*float64{}
@@ -335,18 +515,48 @@ func WriteExperimentText(w io.Writer, e *Experiment) error {
 			}
 			reach = append(reach, s)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Harness, g.Model, g.Task, SourceName(g.Source), g.Slots, g.Attempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", withVariant(g.Harness, g.Variant), g.Model, g.Task, SourceName(g.Source), g.Slots, g.Attempts,
 			strings.Join(reasons, ", "), fmtStatPct(g.Final, true), fmtStatPct(g.Best, false), strings.Join(reach, " · "),
 			fmtStatNum(g.Parts, 0), fmtStatNum(g.Cost, 4))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	if len(e.Harnesses) > 0 {
+		fmt.Fprintln(w, "\nharness against harness, paired by task and repeat:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tSCORES FROM\tA\tB\tMODELS\tPAIRS\tFINAL A\tFINAL B\tMEAN A − B\tA BETTER\tB BETTER\tTIES\tPARTS A/B\tCOST A/B")
+		for _, p := range e.Harnesses {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f%%\t%.1f%%\t%+.1f points\t%d\t%d\t%d\t%.0f/%.0f\t%s/%s\n", p.Task, SourceName(p.Source), p.A, p.B, p.Models, p.N,
+				p.MeanA*100, p.MeanB*100, p.MeanDiff*100, p.AWins, p.BWins, p.Ties, p.PartsA, p.PartsB, fmtCost(p.CostA), fmtCost(p.CostB))
+		}
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	if len(e.LeftOut) > 0 {
+		fmt.Fprintf(w, "left out of the statistics: %d slots whose trajectory is a rerun or a fork (%s)\n", len(e.LeftOut), strings.Join(e.LeftOut, ", "))
+	}
 	for _, p := range e.Pairs {
 		fmt.Fprintf(w, "%s vs %s (%s, %s, %s): %d pairs, mean final difference %+.1f points; %s better %d, %s better %d, ties %d\n",
 			p.A, p.B, p.Harness, p.Task, SourceName(p.Source), p.N, p.MeanDiff*100, p.A, p.AWins, p.B, p.BWins, p.Ties)
 	}
 	return nil
+}
+
+// withVariant is a harness named with its group's variant, if any.
+func withVariant(h, variant string) string {
+	if variant == "" {
+		return h
+	}
+	return h + " (" + variant + ")"
+}
+
+func fmtCost(c *float64) string {
+	if c == nil {
+		return "—"
+	}
+	return fmt.Sprintf("$%.4f", *c)
 }
 
 func slotCount(e *Experiment) int {
@@ -419,6 +629,8 @@ var experimentTmpl = template.Must(template.New("experiment").Funcs(template.Fun
 	"num":        fmtStatNum,
 	"source":     SourceName,
 	"pct":        func(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" },
+	"pct1":       func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
+	"cost":       fmtCost,
 	"diff":       func(v float64) string { return fmt.Sprintf("%+.1f", v*100) },
 	"reach": func(r Reach) string {
 		s := fmt.Sprintf("%d/%d", r.Reached, r.Of)
@@ -446,10 +658,15 @@ svg .xlab,svg .axis{text-anchor:middle;fill:#57606a}svg .line{fill:none}svg .emp
 <p class="muted">{{.Slots}} slots with results · {{.Trajectories}} trajectories (relaunched attempts included){{if .NotStarted}} · {{len .NotStarted}} not started{{end}}. Scores from different sources are never combined: each source is its own row.</p>
 <h2>By harness × model × task</h2>
 <table><thead><tr><th>harness</th><th>model</th><th>task</th><th>scores from</th><th>n</th><th>attempts</th><th>end reasons</th><th>final</th><th>best</th>{{range $t := thresholds}}<th>reach {{pct $t}}</th>{{end}}<th>cost</th></tr></thead><tbody>
-{{range .Groups}}<tr><td>{{.Harness}}</td><td>{{.Model}}</td><td>{{.Task}}</td><td>{{source .Source}}</td><td>{{.Slots}}</td><td>{{.Attempts}}</td><td>{{range .EndReasons}}{{.Label}} {{.N}}<br>{{end}}</td><td>{{stat .Final true}}</td><td>{{stat .Best false}}</td>{{range .Reach}}<td>{{reach .}}</td>{{end}}<td>{{num .Cost 4}}</td></tr>
+{{range .Groups}}<tr><td>{{.Harness}}{{if .Variant}}<br><span class="muted">{{.Variant}}</span>{{end}}</td><td>{{.Model}}</td><td>{{.Task}}</td><td>{{source .Source}}</td><td>{{.Slots}}</td><td>{{.Attempts}}</td><td>{{range .EndReasons}}{{.Label}} {{.N}}<br>{{end}}</td><td>{{stat .Final true}}</td><td>{{stat .Best false}}</td>{{range .Reach}}<td>{{reach .}}</td>{{end}}<td>{{num .Cost 4}}</td></tr>
 {{end}}</tbody></table>
 <h2>Score by part, repeats overlaid</h2>
 <div class="grid-charts">{{range .Views}}<div class="card">{{.Chart}}</div>{{end}}</div>
+<h2>Harness against harness</h2>
+<p class="muted">Paired by task and repeat (within a model both ran, else across each harness's own model); reruns and forks {{if .LeftOut}}({{len .LeftOut}}) {{end}}are left out unless asked.</p>
+<table id="harness-comparison"><thead><tr><th>task</th><th>scores from</th><th>harness A</th><th>harness B</th><th>models</th><th>pairs</th><th>final A</th><th>final B</th><th>mean A − B (points)</th><th>A better</th><th>B better</th><th>ties</th><th>parts A / B</th><th>cost A / B</th></tr></thead><tbody>
+{{range .Harnesses}}<tr><td>{{.Task}}</td><td>{{source .Source}}</td><td>{{.A}}</td><td>{{.B}}</td><td>{{.Models}}</td><td>{{.N}}</td><td>{{pct1 .MeanA}}</td><td>{{pct1 .MeanB}}</td><td>{{diff .MeanDiff}}</td><td>{{.AWins}}</td><td>{{.BWins}}</td><td>{{.Ties}}</td><td>{{printf "%.0f" .PartsA}} / {{printf "%.0f" .PartsB}}</td><td>{{cost .CostA}} / {{cost .CostB}}</td></tr>
+{{else}}<tr><td colspan="14" class="muted">no two harnesses share a task and score source</td></tr>{{end}}</tbody></table>
 <h2>Paired comparisons</h2>
 <table><thead><tr><th>harness</th><th>task</th><th>scores from</th><th>model A</th><th>model B</th><th>pairs</th><th>mean A − B (points)</th><th>A better</th><th>B better</th><th>ties</th></tr></thead><tbody>
 {{range .Pairs}}<tr><td>{{.Harness}}</td><td>{{.Task}}</td><td>{{source .Source}}</td><td>{{.A}}</td><td>{{.B}}</td><td>{{.N}}</td><td>{{diff .MeanDiff}}</td><td>{{.AWins}}</td><td>{{.BWins}}</td><td>{{.Ties}}</td></tr>

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,7 @@ func TestBuildExperiment(t *testing.T) {
 		"b3": row("b3", FromEvaluation, 0.9, Point{50, 0.9}),
 		// b4 never started.
 	}
-	e := buildExperiment("x", slots, byID)
+	e := buildExperiment("x", slots, byID, ExperimentOptions{})
 	if e.Trajectories != 6 || len(e.NotStarted) != 1 || e.NotStarted[0] != "b4" {
 		t.Fatalf("trajectories %d, not started %v", e.Trajectories, e.NotStarted)
 	}
@@ -82,5 +83,83 @@ func TestBuildExperiment(t *testing.T) {
 	}
 	if n := strings.Count(html.String(), "<svg"); n != 3 {
 		t.Errorf("%d charts, want one per group", n)
+	}
+}
+
+// TestHarnessComparison: three harnesses, each with its own script (a
+// variant), two repeats: every two harnesses are compared, paired by task
+// and repeat; a slot whose trajectory is a fork is left out of the
+// statistics unless asked, and then counts.
+func TestHarnessComparison(t *testing.T) {
+	var slots []ExperimentSlot
+	finals := map[string][]float64{"opencode": {0.5, 0.7}, "claude-code": {0.6, 0.6}, "codex": {0.2, 0.9}}
+	byID := map[string]*SummaryFile{}
+	for _, h := range []string{"opencode", "claude-code", "codex"} {
+		for r := 1; r <= 2; r++ {
+			id := fmt.Sprintf("%s-r%d", h, r)
+			slots = append(slots, ExperimentSlot{Harness: h, Model: "scripted/demo", Task: "cc", Variant: "script=" + h + ".jsonl", Repeat: r, Attempts: []string{id}})
+			byID[id] = row(id, FromGroundTruth, finals[h][r-1], Point{10, finals[h][r-1]})
+		}
+	}
+	// codex's repeat 2 is a fork of another trajectory: not a sample.
+	byID["codex-r2"].ForkedFrom = "elsewhere"
+	e := buildExperiment("h", slots, byID, ExperimentOptions{})
+	if len(e.Groups) != 3 || len(e.LeftOut) != 1 || e.LeftOut[0] != "codex-r2" {
+		t.Fatalf("groups %d, left out %v", len(e.Groups), e.LeftOut)
+	}
+	got := map[string]HarnessPair{}
+	for _, p := range e.Harnesses {
+		got[p.A+"/"+p.B] = p
+	}
+	if len(got) != 3 {
+		t.Fatalf("harness pairs %+v, want 3", e.Harnesses)
+	}
+	if p := got["claude-code/opencode"]; p.N != 2 || p.AWins != 1 || p.BWins != 1 || p.Models != "scripted/demo" || p.MeanDiff > 1e-9 || p.MeanDiff < -1e-9 {
+		t.Errorf("claude-code vs opencode: %+v", p)
+	}
+	if p := got["codex/opencode"]; p.N != 1 || p.BWins != 1 || p.MeanA != 0.2 {
+		t.Errorf("codex vs opencode without the fork: %+v", p)
+	}
+	var text, html bytes.Buffer
+	if err := WriteExperimentText(&text, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteExperimentHTML(&html, e); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"harness against harness, paired by task and repeat", "codex-r2", "opencode (script=opencode.jsonl)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(html.String(), `id="harness-comparison"`) || strings.Count(html.String(), "<td>codex</td>") < 1 {
+		t.Errorf("HTML lacks the harness comparison table")
+	}
+	with := buildExperiment("h", slots, byID, ExperimentOptions{WithDerived: true})
+	for _, p := range with.Harnesses {
+		if p.A == "codex" && p.B == "opencode" && (p.N != 2 || p.AWins != 1) {
+			t.Errorf("codex vs opencode with the fork: %+v", p)
+		}
+	}
+	if len(with.LeftOut) != 0 {
+		t.Errorf("WithDerived left out %v", with.LeftOut)
+	}
+}
+
+// TestByHarnessLeavesOutDerived: the report's by-harness statistics do not
+// count reruns and forks unless asked; the rows are still there.
+func TestByHarnessLeavesOutDerived(t *testing.T) {
+	r := Report{Trajectories: []Trajectory{
+		{ID: "a", Harness: "codex", PassRate: ptr(0.5)},
+		{ID: "a-rerun", Harness: "codex", PassRate: ptr(0.5), RerunOf: "a"},
+		{ID: "a-fork", Harness: "codex", PassRate: ptr(1), ForkedFrom: "a"},
+	}}
+	h := r.ByHarness()[0]
+	if h.Trajectories != 1 || h.LeftOut != 2 || *h.MeanPassRate != 0.5 {
+		t.Errorf("by harness: %+v", h)
+	}
+	r.WithDerived = true
+	if h := r.ByHarness()[0]; h.Trajectories != 3 || h.LeftOut != 0 {
+		t.Errorf("by harness with reruns: %+v", h)
 	}
 }

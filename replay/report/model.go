@@ -22,7 +22,15 @@ type Report struct {
 	Title        string       `json:"title"`
 	Source       string       `json:"source,omitempty"`
 	Trajectories []Trajectory `json:"trajectories"`
+	// WithDerived counts reruns and forks in the group statistics (by
+	// harness): by default they are left out, as a rerun repeats its
+	// source and a fork inherits its source's parts, so neither is a new
+	// sample. Every trajectory still has its own row.
+	WithDerived bool `json:"with_reruns_and_forks,omitempty"`
 }
+
+// Derived says whether t is a rerun or a fork of another trajectory.
+func (t Trajectory) Derived() bool { return t.RerunOf != "" || t.ForkedFrom != "" }
 
 // Trajectory is one trajectory's summary.
 type Trajectory struct {
@@ -299,6 +307,9 @@ type HarnessRow struct {
 	Scored       int      `json:"scored"`
 	MeanPassRate *float64 `json:"mean_pass_rate"`
 	Solved       int      `json:"solved"`
+	// LeftOut counts the reruns and forks not in the row's statistics
+	// (Report.WithDerived).
+	LeftOut int `json:"reruns_and_forks_left_out,omitempty"`
 }
 
 // ByHarness groups r's trajectories by harness name (not by the raw agent
@@ -320,6 +331,10 @@ func (r Report) ByHarness() []HarnessRow {
 			sums = append(sums, 0)
 		}
 		h := &rows[i]
+		if t.Derived() && !r.WithDerived {
+			h.LeftOut++
+			continue
+		}
 		h.Trajectories++
 		if v := t.HarnessVersion; v != "" && !slices.Contains(h.Versions, v) {
 			h.Versions = append(h.Versions, v)

@@ -321,7 +321,7 @@ svg .mark{stroke-width:1;stroke-dasharray:2 2}svg .marklab{fill:#57606a;font-siz
 {{if not .Single}}<h2>By harness</h2>
 <table>
 <thead><tr><th>harness</th><th>versions</th><th class="num">trajectories</th><th class="num">scored</th><th>mean pass rate</th><th class="num">solved</th></tr></thead>
-<tbody>{{range .Harnesses}}<tr><td>{{dash .Harness}}</td><td>{{range $i, $v := .Versions}}{{if $i}} {{end}}{{$v}}{{else}}–{{end}}</td><td class="num">{{.Trajectories}}</td><td class="num">{{.Scored}}</td><td>{{pct .MeanPassRate}}</td><td class="num">{{.Solved}}</td></tr>{{end}}</tbody>
+<tbody>{{range .Harnesses}}<tr><td>{{dash .Harness}}</td><td>{{range $i, $v := .Versions}}{{if $i}} {{end}}{{$v}}{{else}}–{{end}}</td><td class="num">{{.Trajectories}}{{if .LeftOut}} <span class="muted">(+{{.LeftOut}} reruns and forks, left out)</span>{{end}}</td><td class="num">{{.Scored}}</td><td>{{pct .MeanPassRate}}</td><td class="num">{{.Solved}}</td></tr>{{end}}</tbody>
 </table>
 {{end}}
 <h2>Trajectories</h2>
@@ -375,8 +375,12 @@ func WriteText(w io.Writer, r Report) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HARNESS\tVERSIONS\tTRAJECTORIES\tSCORED\tMEAN PASS RATE\tSOLVED")
 	for _, h := range r.ByHarness() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\n", trace.Printable(orDash(h.Harness)), trace.Printable(orDash(strings.Join(h.Versions, " "))),
-			h.Trajectories, h.Scored, fmtPct(h.MeanPassRate), h.Solved)
+		n := strconv.Itoa(h.Trajectories)
+		if h.LeftOut > 0 {
+			n += fmt.Sprintf(" (+%d reruns and forks, left out)", h.LeftOut)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", trace.Printable(orDash(h.Harness)), trace.Printable(orDash(strings.Join(h.Versions, " "))),
+			n, h.Scored, fmtPct(h.MeanPassRate), h.Solved)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)

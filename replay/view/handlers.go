@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/replay/report"
+	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 )
@@ -275,8 +276,10 @@ type Meta struct {
 	FirstTime int64 `json:"first_time"`
 	LastTime  int64 `json:"last_time"`
 	HasEval   bool  `json:"has_evaluation"`
-	// Tools are the tool names the parts used, for the tool filter.
-	Tools []string `json:"tools"`
+	// Tools are the tool names the parts used, for the tool filter;
+	// ToolKinds the harness-neutral kinds a tool filter can ask for.
+	Tools     []string `json:"tools"`
+	ToolKinds []string `json:"tool_kinds"`
 }
 
 // maxMetaTurns bounds the turns listed in the header; the timeline
@@ -304,7 +307,7 @@ func (s *Server) apiMeta(w http.ResponseWriter, r *http.Request) {
 	if m.Sessions == nil {
 		m.Sessions = []Session{}
 	}
-	m.Tools = slices.Sorted(maps.Keys(ix.Tools))
+	m.Tools, m.ToolKinds = slices.Sorted(maps.Keys(ix.Tools)), agent.ToolKinds()
 	if m.Tools == nil {
 		m.Tools = []string{}
 	}

@@ -15,6 +15,9 @@ import (
 // through the API: each has a title, and text, tool input and output
 // are filled where the harness's reader finds them, never raw JSON
 // only; the counts are the fixtures' own (as in replay/export's tests).
+// Every tool part has a harness-neutral tool kind, in its row and its
+// detail; a shell call shows its exit code; no input keeps a \u003c-style
+// escape (Codex's recorded arguments carry them).
 func TestEveryHarnessParts(t *testing.T) {
 	for _, tc := range []struct {
 		harness                             string
@@ -48,7 +51,11 @@ func TestEveryHarnessParts(t *testing.T) {
 				t.Fatalf("%d of %d rows, want %d", len(page.Rows), page.Total, tc.parts)
 			}
 			text, tools, inputs, outputs := 0, 0, 0, 0
+			kinds := map[string]int{}
 			for _, r := range page.Rows {
+				if r.ToolKind != "" {
+					kinds[r.ToolKind]++
+				}
 				if r.Title == "" {
 					t.Errorf("part %d (%s %s) has no title", r.Part, r.Kind, r.Tool)
 				}
@@ -59,12 +66,32 @@ func TestEveryHarnessParts(t *testing.T) {
 				}
 				if d.Tool != "" {
 					tools++
+					if r.ToolKind == "" || d.ToolKind != r.ToolKind {
+						t.Errorf("part %d (%s): tool kind %q in the row, %q in the detail", r.Part, r.Tool, r.ToolKind, d.ToolKind)
+					}
+					if r.ToolKind == "shell" && (d.Action == nil || d.Action.ExitCode == nil) {
+						t.Errorf("part %d (%s): a shell call without its exit code: %+v", r.Part, r.Tool, d.Action)
+					}
+				}
+				if strings.Contains(d.Input, `\u003`) || strings.Contains(d.Input, `\u0026`) {
+					t.Errorf("part %d: input keeps an HTML escape: %s", r.Part, d.Input)
 				}
 				if s := strings.TrimSpace(d.Input); s != "" && s != "null" && s != "{}" {
 					inputs++
 				}
 				if strings.TrimSpace(d.Output) != "" {
 					outputs++
+				}
+			}
+			// The tool-kind filter finds exactly the rows of that kind.
+			if kinds["shell"] == 0 || kinds["run_tests"] == 0 {
+				t.Errorf("tool kinds %v: want shell and run_tests parts", kinds)
+			}
+			for k, n := range kinds {
+				var res SearchResult
+				c.mustGet("/api/t/"+id+"/search?tool_kind="+k, &res)
+				if res.Total != n {
+					t.Errorf("search tool_kind=%s: %d parts, the rows say %d", k, res.Total, n)
 				}
 			}
 			if text != tc.text || tools != tc.tools || inputs != tc.inputs || outputs != tc.outputs {

@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,11 +16,15 @@ import (
 
 // Row is one part in the timeline: enough to draw a line, nothing more.
 type Row struct {
-	Part      int     `json:"part"`
-	Turn      int     `json:"turn"`
-	Time      int64   `json:"time"`
-	Kind      string  `json:"kind"` // text | reasoning | tool | patch | … (the part type)
-	Tool      string  `json:"tool,omitempty"`
+	Part int    `json:"part"`
+	Turn int    `json:"turn"`
+	Time int64  `json:"time"`
+	Kind string `json:"kind"` // text | reasoning | tool | patch | … (the part type)
+	Tool string `json:"tool,omitempty"`
+	// ToolKind is what the tool does whatever the harness calls it
+	// (agent.Action.ToolKind: shell, edit, write, read, search,
+	// run_tests, sub-agent, todo).
+	ToolKind  string  `json:"tool_kind,omitempty"`
 	Title     string  `json:"title"`
 	Session   string  `json:"session,omitempty"`
 	Depth     int     `json:"depth"`
@@ -98,6 +103,9 @@ func row(ix *Index, i int, raw []byte) Row {
 	if r.Tool == "" {
 		r.Tool = toolName(c)
 	}
+	if c.Tool != nil {
+		r.ToolKind = c.Tool.Action.ToolKind()
+	}
 	if p.RepoCheckpoint != nil {
 		r.Changed = len(p.RepoCheckpoint.ChangedFiles)
 	}
@@ -124,6 +132,9 @@ func title(p *trace.Part, c content) string {
 	switch {
 	case c.Tool != nil:
 		t := c.Title
+		if a := c.Tool.Action; t == "" && a != nil {
+			t = cmp.Or(a.Command, a.Path, a.Pattern, a.Description)
+		}
 		if t == "" {
 			var in map[string]any
 			if json.Unmarshal(c.Tool.Input, &in) == nil {
@@ -283,7 +294,7 @@ func detail(ix *Index, i int, raw []byte) (*Detail, error) {
 	d.Text = clipBytes(c.Text, maxTextBytes)
 	if t := c.Tool; t != nil {
 		d.CallID = t.CallID
-		d.Input = clipBytes(pretty(t.Input), maxTextBytes)
+		d.Input = clipBytes(pretty(agent.PlainJSON(t.Input)), maxTextBytes) // every harness alike
 		d.Output = clipBytes(t.Output, maxTextBytes)
 		d.ToolError, d.Status = clipBytes(t.Error, maxTextBytes), string(t.Status)
 		d.Action = actionView(t.Action)

@@ -22,7 +22,11 @@ import (
 
 // ActionView is a tool call's action, ready to draw.
 type ActionView struct {
-	Kind        string `json:"kind"` // edit | write | command | task
+	Kind string `json:"kind"` // edit | write | command | task | read | search | run_tests | todo
+	// ToolKind is the harness-neutral kind (agent.Action.ToolKind).
+	ToolKind string `json:"tool_kind"`
+	// ExitCode is a command's exit status when the harness reports it.
+	ExitCode    *int   `json:"exit_code,omitempty"`
 	Path        string `json:"path,omitempty"`
 	Command     string `json:"command,omitempty"`
 	Description string `json:"description,omitempty"`
@@ -50,7 +54,7 @@ func actionView(a *agent.Action) *ActionView {
 	if a == nil {
 		return nil
 	}
-	v := &ActionView{Kind: string(a.Kind), Path: a.Path, Command: clipBytes(a.Command, maxTextBytes),
+	v := &ActionView{Kind: string(a.Kind), ToolKind: a.ToolKind(), ExitCode: a.ExitCode, Path: a.Path, Command: clipBytes(a.Command, maxTextBytes),
 		Description: a.Description, Prompt: clipBytes(a.Prompt, maxTextBytes)}
 	switch a.Kind {
 	case agent.ActionEdit:

@@ -34,16 +34,17 @@ const (
 
 // Filter narrows a search or, with no query, lists the parts that pass
 // it: only committed parts, only parts with run_tests calls, one session,
-// one kind (text, reasoning, tool, patch…), one tool, only failed tool
-// calls.
+// one kind (text, reasoning, tool, patch…), one tool, one tool kind
+// (shell, edit, …: agent.Action.ToolKind, the same for every harness),
+// only failed tool calls.
 type Filter struct {
-	Committed, RunTests, Error bool
-	Session, Kind, Tool        string
+	Committed, RunTests, Error    bool
+	Session, Kind, Tool, ToolKind string
 }
 
 // any says whether f narrows anything.
 func (f Filter) any() bool {
-	return f.Committed || f.RunTests || f.Error || f.Session != "" || f.Kind != "" || f.Tool != ""
+	return f.Committed || f.RunTests || f.Error || f.Session != "" || f.Kind != "" || f.Tool != "" || f.ToolKind != ""
 }
 
 // search finds the parts whose recorded JSON (text, tool input and output,
@@ -63,7 +64,7 @@ func (s *snapshot) search(q string, filter Filter) (SearchResult, error) {
 		return res, nil
 	}
 	committed, runTests, session := filter.Committed, filter.RunTests, filter.Session
-	byRow := filter.Kind != "" || filter.Tool != "" || filter.Error
+	byRow := filter.Kind != "" || filter.Tool != "" || filter.ToolKind != "" || filter.Error
 	withCalls := map[int]bool{}
 	if runTests {
 		for _, c := range s.ix.Calls {
@@ -109,7 +110,8 @@ func (s *snapshot) search(q string, filter Filter) (SearchResult, error) {
 		title := ""
 		if byRow {
 			r := row(s.ix, i, buf)
-			if filter.Kind != "" && r.Kind != filter.Kind || filter.Tool != "" && r.Tool != filter.Tool || filter.Error && !r.Error {
+			if filter.Kind != "" && r.Kind != filter.Kind || filter.Tool != "" && r.Tool != filter.Tool ||
+				filter.ToolKind != "" && r.ToolKind != filter.ToolKind || filter.Error && !r.Error {
 				continue
 			}
 			title = hitTitle(r)
@@ -172,7 +174,7 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := snap.search(text, Filter{Committed: q.Get("committed") == "1", RunTests: q.Get("run_tests") == "1", Error: q.Get("error") == "1",
-		Session: q.Get("session"), Kind: q.Get("kind"), Tool: q.Get("tool")})
+		Session: q.Get("session"), Kind: q.Get("kind"), Tool: q.Get("tool"), ToolKind: q.Get("tool_kind")})
 	if err != nil {
 		httpError(w, err)
 		return

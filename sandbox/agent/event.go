@@ -209,6 +209,15 @@ const (
 	// ActionTask runs a sub-agent (Description, Prompt; the session is
 	// ChildSessionID when known).
 	ActionTask ActionKind = "task"
+	// ActionRead reads a file (Path) or lists a folder.
+	ActionRead ActionKind = "read"
+	// ActionSearch searches files or the web (Pattern; Path the folder
+	// when given).
+	ActionSearch ActionKind = "search"
+	// ActionTests is traj's run_tests (Path: the test path).
+	ActionTests ActionKind = "run_tests"
+	// ActionTodo reads or updates the agent's todo list.
+	ActionTodo ActionKind = "todo"
 )
 
 // Action is a tool call's arguments read by the adapter that knows the
@@ -219,8 +228,34 @@ type Action struct {
 	Edits       []Edit
 	Content     string
 	Command     string
+	Pattern     string
 	Description string
 	Prompt      string
+	// ExitCode is a command's exit status, when the harness reports it
+	// with the result (nil while it runs, or when it does not say).
+	ExitCode *int
+}
+
+// ToolKind is the harness-neutral kind of tool a call is, the one
+// vocabulary of Parquet's tool_kind column and the viewer: shell, edit,
+// write, read, search, run_tests, sub-agent, todo; "" for a nil Action
+// (a tool the adapter does not know).
+func (a *Action) ToolKind() string {
+	if a == nil {
+		return ""
+	}
+	switch a.Kind {
+	case ActionCommand:
+		return "shell"
+	case ActionTask:
+		return "sub-agent"
+	}
+	return string(a.Kind)
+}
+
+// ToolKinds are the values ToolKind gives, in the order readers list them.
+func ToolKinds() []string {
+	return []string{"shell", "edit", "write", "read", "search", "run_tests", "sub-agent", "todo"}
 }
 
 // Edit is one replacement of an edit: Old's first occurrence (every one

@@ -3,6 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -318,6 +319,11 @@ func (t *translator) user(l line, raw []byte) {
 		} else {
 			tool.Status, tool.Output = agent.ToolCompleted, out
 		}
+		if a := tool.Action; a != nil && a.Kind == agent.ActionCommand {
+			done := *a
+			done.ExitCode = exitCode(b.IsError, out)
+			tool.Action = &done
+		}
 		p.Tool = &tool
 		p.Raw, _ = json.Marshal([]json.RawMessage{pt.call, raw})
 		t.emit(agent.Event{Kind: agent.EventPart, SessionID: p.SessionID, Part: &p})
@@ -375,8 +381,9 @@ func editedFile(tool string, input json.RawMessage) string {
 	return in.NotebookPath
 }
 
-// action reads the arguments of Claude Code's built-in tools that edit,
-// write, run a command or start a sub-agent (nil for any other tool).
+// action reads the arguments of Claude Code's built-in tools (edit,
+// write, command, sub-agent, read, search, todo) and traj's run_tests
+// (nil for any other tool).
 func action(tool string, input json.RawMessage) *agent.Action {
 	type edit struct {
 		OldString  string `json:"old_string"`
@@ -391,9 +398,15 @@ func action(tool string, input json.RawMessage) *agent.Action {
 		Command     string `json:"command"`
 		Description string `json:"description"`
 		Prompt      string `json:"prompt"`
+		Path        string `json:"path"`
+		Pattern     string `json:"pattern"`
+		Query       string `json:"query"`
+		TestPath    string `json:"test_path"`
+		Notebook    string `json:"notebook_path"`
 	}
 	switch tool {
-	case "Edit", "MultiEdit", "Write", "Bash", "Agent", "Task":
+	case "Edit", "MultiEdit", "Write", "Bash", "Agent", "Task", "Read", "NotebookEdit", "LS", "Glob", "Grep", "WebSearch",
+		"TodoWrite", runTestsTool:
 		if json.Unmarshal(input, &in) != nil {
 			return nil
 		}
@@ -401,6 +414,20 @@ func action(tool string, input json.RawMessage) *agent.Action {
 		return nil
 	}
 	switch tool {
+	case "Read":
+		return &agent.Action{Kind: agent.ActionRead, Path: in.FilePath}
+	case "LS":
+		return &agent.Action{Kind: agent.ActionRead, Path: in.Path}
+	case "NotebookEdit":
+		return &agent.Action{Kind: agent.ActionEdit, Path: in.Notebook}
+	case "Glob", "Grep":
+		return &agent.Action{Kind: agent.ActionSearch, Pattern: in.Pattern, Path: in.Path}
+	case "WebSearch":
+		return &agent.Action{Kind: agent.ActionSearch, Pattern: in.Query}
+	case "TodoWrite":
+		return &agent.Action{Kind: agent.ActionTodo}
+	case runTestsTool:
+		return &agent.Action{Kind: agent.ActionTests, Path: in.TestPath}
 	case "Edit", "MultiEdit":
 		a := &agent.Action{Kind: agent.ActionEdit, Path: in.FilePath}
 		if tool == "Edit" {
@@ -416,6 +443,35 @@ func action(tool string, input json.RawMessage) *agent.Action {
 		return &agent.Action{Kind: agent.ActionCommand, Command: in.Command, Description: in.Description}
 	}
 	return &agent.Action{Kind: agent.ActionTask, Description: in.Description, Prompt: in.Prompt}
+}
+
+// runTestsTool is traj's run_tests as Claude Code names an MCP tool
+// (mcp__SERVER__TOOL; the server is "tests").
+const runTestsTool = "mcp__tests__run_tests"
+
+// exitCode is a Bash result's exit status: Claude Code answers a command
+// that exited non-zero as an error whose text opens "Exit code N" (read
+// in the pinned binary: the shell error's message is "Exit code
+// ${code}", then stderr and stdout), and one that exited 0 as a plain
+// result; any other error says no code (nil).
+func exitCode(isError bool, out string) *int {
+	if !isError {
+		zero := 0
+		return &zero
+	}
+	rest, ok := strings.CutPrefix(out, "Exit code ")
+	if !ok {
+		return nil
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(rest)
+	}
+	n, err := strconv.Atoi(rest[:end])
+	if err != nil {
+		return nil
+	}
+	return &n
 }
 
 // resultText flattens a tool_result's content (a string or text blocks).

@@ -57,6 +57,8 @@ type item struct {
 	Error   json.RawMessage `json:"error"`
 	Message string          `json:"message"`
 	Changes json.RawMessage `json:"changes"`
+	// Query is a web_search's, read for the part's action.
+	Query string `json:"query"`
 }
 
 // turnUsage is turn.completed's usage: cumulative over the thread (a
@@ -168,11 +170,36 @@ func (t *translator) toolPart(it *item, raws []json.RawMessage) agent.Part {
 	if it.Type == "command_execution" {
 		input, _ = json.Marshal(map[string]string{"command": it.Command})
 	}
-	tool := &agent.ToolCall{Name: toolName(it), CallID: it.ID, Status: agent.ToolRunning, Input: input}
-	if it.Type == "command_execution" {
-		tool.Action = &agent.Action{Kind: agent.ActionCommand, Command: it.Command}
-	}
+	tool := &agent.ToolCall{Name: toolName(it), CallID: it.ID, Status: agent.ToolRunning, Input: input, Action: action(it)}
 	return agent.Part{ID: t.msgID + ":" + it.ID, SessionID: t.root, MessageID: t.msgID, Kind: agent.KindTool, Raw: raw, Tool: tool}
+}
+
+// action is what a tool item does in the port's terms (nil for an item
+// the adapter does not know): a command with its exit code once it
+// completed, traj's run_tests (the MCP server "tests"), a web search, an
+// image viewed (a read), a collaborator agent (a sub-agent); only the
+// command's and run_tests' fields are read.
+func action(it *item) *agent.Action {
+	var args struct {
+		TestPath string `json:"test_path"`
+	}
+	switch it.Type {
+	case "command_execution":
+		return &agent.Action{Kind: agent.ActionCommand, Command: it.Command, ExitCode: it.ExitCode}
+	case "mcp_tool_call":
+		if it.Server != "tests" || it.Tool != "run_tests" {
+			return nil
+		}
+		_ = json.Unmarshal(it.Arguments, &args)
+		return &agent.Action{Kind: agent.ActionTests, Path: args.TestPath}
+	case "web_search":
+		return &agent.Action{Kind: agent.ActionSearch, Pattern: it.Query}
+	case "image_view":
+		return &agent.Action{Kind: agent.ActionRead}
+	case "collab_tool_call":
+		return &agent.Action{Kind: agent.ActionTask}
+	}
+	return nil
 }
 
 // changedPaths are the paths of a file_change item's changes

@@ -240,21 +240,24 @@ func (p Part) Normalize() agent.Part {
 		if st := p.State; st != nil {
 			out.Tool.Status = agent.ToolStatus(st.Status)
 			out.Tool.Input, out.Tool.Output, out.Tool.Error = st.Input, st.Output, st.Error
-			if md, err := readMetadata(st.Metadata); err == nil && md.Truncated {
+			md, mdErr := readMetadata(st.Metadata)
+			if mdErr == nil && md.Truncated {
 				out.Tool.OutputFile = md.OutputPath
 			}
 			out.Title = st.Title
 			if st.Time != nil {
 				out.Start, out.End = msTime(st.Time.Start), msTimePtr(st.Time.End)
 			}
-			switch p.Tool {
-			case "edit", "write", "bash", "task":
+			if knownTool(p.Tool) {
 				in, err := readToolInput(st.Input)
 				if f := editedFile(p.Tool, in); f != "" {
 					out.Files = []string{f}
 				}
 				if err == nil {
 					out.Tool.Action = action(p.Tool, in)
+				}
+				if a := out.Tool.Action; a != nil && a.Kind == agent.ActionCommand && mdErr == nil {
+					a.ExitCode = md.Exit
 				}
 			}
 		}

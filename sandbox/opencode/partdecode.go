@@ -154,9 +154,12 @@ type toolInput struct {
 	Command     string `json:"command"`
 	Description string `json:"description"`
 	Prompt      string `json:"prompt"`
+	Pattern     string `json:"pattern"`
+	Path        string `json:"path"`
+	TestPath    string `json:"test_path"`
 }
 
-var toolInputKeys = []string{"filePath", "oldString", "newString", "replaceAll", "content", "command", "description", "prompt"}
+var toolInputKeys = []string{"filePath", "oldString", "newString", "replaceAll", "content", "command", "description", "prompt", "pattern", "path", "test_path"}
 
 // readToolInput decodes a tool's arguments as json.Unmarshal into
 // toolInput does (a write's content can be a whole file).
@@ -180,6 +183,12 @@ func readToolInput(raw json.RawMessage) (toolInput, error) {
 			return str(raw, v, &in.Description)
 		case "prompt":
 			return str(raw, v, &in.Prompt)
+		case "pattern":
+			return str(raw, v, &in.Pattern)
+		case "path":
+			return str(raw, v, &in.Path)
+		case "test_path":
+			return str(raw, v, &in.TestPath)
 		}
 		return 0, false
 	})
@@ -192,18 +201,28 @@ func readToolInput(raw json.RawMessage) (toolInput, error) {
 }
 
 // toolMetadata is what traj reads of a tool state's metadata: whether
-// OpenCode cut the output, and the file it kept it in.
+// OpenCode cut the output, and the file it kept it in; bash's exit code.
 type toolMetadata struct {
 	Truncated  bool   `json:"truncated"`
 	OutputPath string `json:"outputPath"`
+	Exit       *int   `json:"exit"`
 }
 
 // readMetadata decodes metadata as json.Unmarshal into toolMetadata does.
 func readMetadata(raw json.RawMessage) (toolMetadata, error) {
 	var md toolMetadata
-	end, ok := jsondec.Fields(raw, 0, []string{"truncated", "outputPath"}, func(key string, v int) (int, bool) {
-		if key == "truncated" {
+	end, ok := jsondec.Fields(raw, 0, []string{"truncated", "outputPath", "exit"}, func(key string, v int) (int, bool) {
+		switch key {
+		case "truncated":
 			return flag(raw, v, &md.Truncated)
+		case "exit":
+			n, end, ok := jsondec.Int64(raw, v)
+			if !ok || int64(int(n)) != n {
+				return end, false // null or out of range: encoding/json decides
+			}
+			e := int(n)
+			md.Exit = &e
+			return end, true
 		}
 		return str(raw, v, &md.OutputPath)
 	})

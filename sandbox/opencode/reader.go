@@ -74,10 +74,31 @@ func (t *Tokens) usage() *agent.Usage {
 	return u
 }
 
-// action is what a built-in tool that edits, writes, runs a command or
-// starts a sub-agent does (nil for any other tool), from its arguments.
+// knownTool says whether action reads the tool: OpenCode's built-in ones
+// (1.18) and traj's run_tests as OpenCode names an MCP tool
+// ("<server>_<tool>").
+func knownTool(name string) bool {
+	switch name {
+	case "edit", "write", "bash", "task", "read", "list", "glob", "grep", "todowrite", "todoread", "tests_run_tests":
+		return true
+	}
+	return false
+}
+
+// action is what a tool knownTool names does (nil for any other tool), from
+// its arguments.
 func action(tool string, in toolInput) *agent.Action {
 	switch tool {
+	case "read":
+		return &agent.Action{Kind: agent.ActionRead, Path: in.FilePath}
+	case "list":
+		return &agent.Action{Kind: agent.ActionRead, Path: in.Path}
+	case "glob", "grep":
+		return &agent.Action{Kind: agent.ActionSearch, Pattern: in.Pattern, Path: in.Path}
+	case "todowrite", "todoread":
+		return &agent.Action{Kind: agent.ActionTodo}
+	case "tests_run_tests":
+		return &agent.Action{Kind: agent.ActionTests, Path: in.TestPath}
 	case "edit":
 		return &agent.Action{Kind: agent.ActionEdit, Path: in.FilePath, Edits: []agent.Edit{{Old: in.OldString, New: in.NewString, All: in.ReplaceAll}}}
 	case "write":

@@ -129,4 +129,11 @@
 // with a text saying where and how the run diverged (file:line), logs an
 // error, and keeps the response for the next request. When every response
 // has been played, requests get a text saying the script is exhausted.
+//
+// A fork that inherits its source's script (traj run --fork without
+// --script) starts past the responses the source played before the fork
+// point (Options.Skip): launch counts them in the source's model-call
+// record with PlayedLine, which tells a played line from a side answer
+// and from the server's own exhausted or diverged text (the recorded reply
+// put back together, as the stream splits text into chunks).
 package scripted

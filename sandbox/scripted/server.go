@@ -36,6 +36,34 @@ type Options struct {
 	Logger *slog.Logger
 	// Now stamps the "created" field. Default: time.Now.
 	Now func() time.Time
+	// Skip is how many of the script's responses were played already: a
+	// fork that continues its source's script starts past them
+	// (PlayedLine counts them in the source's record).
+	Skip int
+}
+
+// defaultSideText answers side requests unless Options.SideText says
+// otherwise; ownPrefix opens the answers of an exhausted or diverged
+// script. PlayedLine tells both from a script's responses.
+const (
+	defaultSideText = "Scripted session"
+	ownPrefix       = "Scripted model: "
+)
+
+// PlayedLine says whether a recorded reply of a Server with the default
+// side text (its HTTP status, and its text and tool calls as the model
+// gateway's Assemble puts them back together) played a line of the
+// script: a side request's answer and the exhausted or diverged answers
+// play none. A fork that continues its source's script counts them
+// (Options.Skip).
+func PlayedLine(status int, text string, toolCalls int) bool {
+	if status >= 400 {
+		return true // an "error" line
+	}
+	if toolCalls > 0 {
+		return true
+	}
+	return text != defaultSideText && !strings.HasPrefix(text, ownPrefix)
 }
 
 func (o *Options) fill() {
@@ -46,7 +74,7 @@ func (o *Options) fill() {
 		o.SideModels = []string{"small"}
 	}
 	if o.SideText == "" {
-		o.SideText = "Scripted session"
+		o.SideText = defaultSideText
 	}
 	if o.ChunkRunes <= 0 {
 		o.ChunkRunes = 24
@@ -88,7 +116,7 @@ type Status struct {
 // New returns a Server playing script.
 func New(script *Script, opts Options) *Server {
 	opts.fill()
-	s := &Server{script: script, opts: opts, mux: http.NewServeMux()}
+	s := &Server{script: script, opts: opts, mux: http.NewServeMux(), next: min(max(opts.Skip, 0), len(script.Responses))}
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("POST /v1/messages", s.handleMessages)
@@ -252,7 +280,7 @@ func (s *Server) pick(req request, body []byte, idPrefix string) reply {
 	case s.next >= len(s.script.Responses):
 		s.exhausted++
 		rep.kind = "exhausted"
-		rep.text = fmt.Sprintf("Scripted model: the script %s is exhausted (all %d responses were played). Nothing more to do.",
+		rep.text = fmt.Sprintf(ownPrefix+"the script %s is exhausted (all %d responses were played). Nothing more to do.",
 			s.script.Name, len(s.script.Responses))
 		s.opts.Logger.Warn("scripted model: script exhausted", "script", s.script.Name, "responses", len(s.script.Responses))
 	default:
@@ -261,7 +289,7 @@ func (s *Server) pick(req request, body []byte, idPrefix string) reply {
 		if err := check(resp, req); err != nil {
 			s.diverged++
 			rep.kind = "diverged"
-			rep.text = fmt.Sprintf("Scripted model: the run diverged from the script at %s:%d: %v.", s.script.Name, resp.Line, err)
+			rep.text = fmt.Sprintf(ownPrefix+"the run diverged from the script at %s:%d: %v.", s.script.Name, resp.Line, err)
 			s.opts.Logger.Error("scripted model: run diverged from the script", "script", s.script.Name, "line", resp.Line, "err", err)
 			break
 		}

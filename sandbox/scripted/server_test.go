@@ -505,3 +505,37 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipAndPlayedLine: a server started past the responses a source
+// played answers with the next one, and PlayedLine counts exactly the
+// replies that played a line: not the side answer, not the exhausted or
+// diverged one, whatever the stream's chunks split.
+func TestSkipAndPlayedLine(t *testing.T) {
+	srv, ts := newTestServer(t, "{\"text\":\"one\"}\n{\"reasoning\":\"only thinking\"}\n{\"text\":\"three\"}\n", Options{Skip: 2})
+	if got := readSSE(t, post(t, ts, reqOpts{stream: true}).Body); got.text != "three" {
+		t.Fatalf("a server skipping 2 answered %q, want the third response", got.text)
+	}
+	side := readSSE(t, post(t, ts, reqOpts{model: "small", stream: true}).Body).text
+	exhausted := readSSE(t, post(t, ts, reqOpts{stream: true}).Body).text
+	if st := srv.Status(); st.Played != 3 || st.Exhausted != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	for _, c := range []struct {
+		status int
+		text   string
+		tools  int
+		want   bool
+	}{
+		{200, "three", 0, true},
+		{200, "", 0, true}, // reasoning only
+		{200, side, 0, false},
+		{200, side, 1, true},
+		{200, exhausted, 0, false},
+		{200, ownPrefix + "the run diverged from the script at test.jsonl:1: x.", 0, false},
+		{503, "", 0, true}, // an error line
+	} {
+		if got := PlayedLine(c.status, c.text, c.tools); got != c.want {
+			t.Errorf("PlayedLine(%d, %q, %d) = %v, want %v", c.status, c.text, c.tools, got, c.want)
+		}
+	}
+}

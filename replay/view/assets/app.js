@@ -392,6 +392,7 @@
     const onlyErrors = el("input", { type: "checkbox", id: "only-errors", onchange: refilter });
     const kindSel = el("select", { id: "filter-kind", onchange: refilter }, ["", "text", "reasoning", "tool", "patch"].map((k) => el("option", { value: k }, k || "any kind")));
     const toolSel = el("select", { id: "filter-tool", onchange: refilter }, el("option", { value: "" }, "any tool"));
+    const toolKindSel = el("select", { id: "filter-tool-kind", onchange: refilter }, el("option", { value: "" }, "any tool kind"));
     const sessSel = el("select", { id: "filter-session", onchange: refilter }, el("option", { value: "" }, "any session"));
     function fillFilters(m) {
       const keep = (sel, values, label) => {
@@ -400,13 +401,14 @@
         sel.value = cur;
       };
       keep(toolSel, (m.tools || []).map((t) => [t, t]), "any tool");
+      keep(toolKindSel, (m.tool_kinds || []).map((t) => [t, t]), "any tool kind");
       keep(sessSel, m.sessions.map((x) => [x.id, (x.depth ? "sub-agent: " : "root: ") + (x.title || x.id)]), "any session");
     }
     const searchBox = el("input", { type: "search", id: "search", placeholder: "search parts…", size: 18, onkeydown: (e) => { if (e.key === "Enter") search(searchBox.value); if (e.key === "Escape") hitsBox.classList.add("hidden"); } });
     async function search(q) {
       clear(hitsBox);
       const filters = (onlyCommitted.checked ? "&committed=1" : "") + (onlyTests.checked ? "&run_tests=1" : "") + (onlyErrors.checked ? "&error=1" : "") +
-        (kindSel.value ? "&kind=" + enc(kindSel.value) : "") + (toolSel.value ? "&tool=" + enc(toolSel.value) : "") + (sessSel.value ? "&session=" + enc(sessSel.value) : "");
+        (kindSel.value ? "&kind=" + enc(kindSel.value) : "") + (toolSel.value ? "&tool=" + enc(toolSel.value) : "") + (toolKindSel.value ? "&tool_kind=" + enc(toolKindSel.value) : "") + (sessSel.value ? "&session=" + enc(sessSel.value) : "");
       if (!q && !filters) { hitsBox.classList.add("hidden"); return; }
       hitsBox.classList.remove("hidden");
       let d;
@@ -426,7 +428,7 @@
         el("div", { class: "timeline-wrap" },
           el("div", { class: "toolbar" }, el("b", {}, "Parts"), jumpBox, el("button", { id: "go", onclick: () => jump(parseInt(jumpBox.value, 10)) }, "Go"),
             el("label", { class: "muted" }, followBox, " follow new parts"), el("span", { class: "muted", id: "total" })),
-          el("div", { class: "toolbar" }, searchBox, kindSel, toolSel, sessSel, el("label", { class: "muted" }, onlyErrors, " errors"),
+          el("div", { class: "toolbar" }, searchBox, kindSel, toolSel, toolKindSel, sessSel, el("label", { class: "muted" }, onlyErrors, " errors"),
             el("label", { class: "muted" }, onlyCommitted, " committed"), el("label", { class: "muted" }, onlyTests, " run_tests")),
           el("div", { class: "muted keys" }, "keys: j/k part · n/p checkpoint · [/] score change"),
           hitsBox,
@@ -530,7 +532,7 @@
         ind.style.width = (r.depth * 16) + "px";
         add(div, el("span", { class: "n" }, r.part), el("span", { class: "t" }, clock(r.time)), el("span", { class: "el" }, st.meta && st.meta.first_time && r.time ? "+" + dur((r.time - st.meta.first_time) / 1000) : ""), ind,
           r.depth > 0 ? el("span", { class: "badge sub", title: "sub-agent session " + r.session }, "sub") : null,
-          el("span", { class: "k k-" + r.kind }, r.tool ? r.tool : r.kind),
+          el("span", { class: "k k-" + r.kind, title: r.tool_kind || "" }, r.tool ? r.tool : r.kind),
           el("span", { class: "title" }, r.title),
           r.changed ? el("span", { class: "chg", title: r.changed + " files changed" }, "✎" + r.changed) : null,
           r.calls ? el("span", { class: "calls", title: "run_tests calls" }, "▶" + r.calls) : null,
@@ -600,7 +602,7 @@
       if (st.sel !== n) return;
       clear(body);
       const sess = st.meta ? st.meta.sessions.find((s) => s.id === d.session) : null;
-      add(body, el("h2", {}, "Part " + d.part + " · ", el("span", { class: "k-" + d.kind }, d.tool || d.kind)),
+      add(body, el("h2", {}, "Part " + d.part + " · ", el("span", { class: "k-" + d.kind }, d.tool || d.kind), d.tool_kind ? el("span", { class: "muted", id: "tool-kind" }, " (" + d.tool_kind + ")") : null),
         el("dl", { class: "kv" },
           el("dt", {}, "time"), el("dd", {}, d.timestamp || "–"),
           el("dt", {}, "turn"), el("dd", {}, d.turn),
@@ -654,7 +656,9 @@
       } else if (a.kind === "write") {
         add(box, el("h2", {}, "Wrote ", el("span", { class: "mono" }, a.path || "?")), codeBlock({ lines: a.lines, text: a.text || "" }, "action-file"), a.truncated ? el("p", { class: "warn" }, "file clipped") : null);
       } else if (a.kind === "command") {
-        add(box, el("h2", {}, "Command", a.description ? el("span", { class: "muted" }, " — " + a.description) : null), el("pre", { class: "command", id: "action-command" }, "$ " + a.command));
+        add(box, el("h2", {}, "Command", a.description ? el("span", { class: "muted" }, " — " + a.description) : null,
+          a.exit_code !== undefined && a.exit_code !== null ? el("span", { class: a.exit_code === 0 ? "good" : "bad", id: "exit-code" }, " · exit " + a.exit_code) : null),
+          el("pre", { class: "command", id: "action-command" }, "$ " + a.command));
       } else if (a.kind === "task") {
         const sa = d.sub_agent;
         add(box, el("h2", {}, "Sub-agent", a.description ? el("span", { class: "muted" }, " — " + a.description) : null),
