@@ -54,7 +54,7 @@ func NewBwrap(ctx context.Context, opts Options) (*Bwrap, error) {
 		return nil, fmt.Errorf("bwrap sandbox: %w (%s)", err, installAdvice)
 	}
 	if opts.Helper == "" {
-		return nil, fmt.Errorf("bwrap sandbox: no helper binary (traj itself)")
+		return nil, fmt.Errorf("bwrap sandbox: no helper binary (traj-sandbox)")
 	}
 	c, err := newCore(ctx, "bwrap", opts)
 	if err != nil {

@@ -119,7 +119,7 @@ func ContainerWorks(ctx context.Context, engine, img string) (image.Engine, erro
 // have the image.
 func NewContainer(ctx context.Context, opts Options) (*Container, error) {
 	if opts.Helper == "" {
-		return nil, errors.New("container sandbox: no helper binary (traj itself)")
+		return nil, errors.New("container sandbox: no helper binary (traj-sandbox)")
 	}
 	e, kind, err := FindEngine(ctx, opts.Engine)
 	if err != nil {

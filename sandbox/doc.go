@@ -52,8 +52,10 @@
 //
 // # What is never shown
 //
-// Only the workspace, the Mounts the caller lists, traj's binary
-// (HelperPath) and the bridge sockets are visible: never the trajectory
+// Only the workspace, the Mounts the caller lists, the sandbox helper
+// (HelperPath: cmd/traj-sandbox, never traj's own binary, which embeds
+// the basics suite with its expectations; FindHelper) and the bridge
+// sockets are visible: never the trajectory
 // folder, the store, the evaluation cache, the checkpoint history, other
 // sandboxes or the operator's home. The caller decides Mounts; the
 // orchestrator lists the harness's binary and state folders for the
