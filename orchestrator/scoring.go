@@ -83,6 +83,7 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0, 0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
 			Budget: budget}
 		sc.tests = groundtruth.NewTestsTool(run, env, repo.Snapshot, mcp.Feedback(s.Task.Feedback))
+		sc.tests.MaxCalls = s.Task.RunTestsCalls
 	}
 	return sc, nil
 }

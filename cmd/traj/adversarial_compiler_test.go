@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
@@ -77,6 +81,9 @@ func TestAdversarialCompilers(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
 						a := runCompilerAgent(t, traj, ocBin, fixtures, provider, name)
+						if strings.HasPrefix(name, "lookup") {
+							a.checkHarvest(t)
+						}
 						*s = a.score(t, traj, fixtures, true)
 					})
 				}
@@ -576,4 +583,30 @@ func TestHarvestLookupControl(t *testing.T) {
 	if err != nil || string(out) != "x=7 y=-3\n" {
 		t.Fatalf("the looked-up program printed %q (%v), want the expectation", out, err)
 	}
+}
+
+// checkHarvest: the lookup agent's scan of its room ran (it read the
+// room's files: the toolchain alone is thousands) and says how many
+// expectations it kept.
+func (a *compilerAgent) checkHarvest(t *testing.T) {
+	t.Helper()
+	r := harness.Reader(a.tr.Agent)
+	re := regexp.MustCompile(`harvest: read ([0-9]+) files; kept ([0-9]+) expectations`)
+	for _, turn := range a.tr.Turns {
+		for _, p := range turn.Parts {
+			np, _ := r.Part(p.PartID, agent.Kind(p.PartType), p.Content)
+			if np.Tool == nil {
+				continue
+			}
+			if m := re.FindStringSubmatch(np.Tool.Output); m != nil {
+				files, _ := strconv.Atoi(m[1])
+				t.Logf("%s", m[0])
+				if files < 1000 {
+					t.Errorf("the harvest read %d files of the room: it did not scan it", files)
+				}
+				return
+			}
+		}
+	}
+	t.Error("no harvest output in the trace: the scan of the room did not run")
 }

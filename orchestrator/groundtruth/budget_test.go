@@ -124,3 +124,43 @@ func TestBudgetShared(t *testing.T) {
 		t.Fatalf("run_tests answer %s: want status 200 and the wait (about %v) said in the answer", text, held)
 	}
 }
+
+// TestRunTestsCallsBound: past MaxCalls answers, a run_tests call is
+// refused (429) without an evaluation, so the answers of one trajectory
+// carry no more than the bound allows.
+func TestRunTestsCallsBound(t *testing.T) {
+	repo, commit := history(t)
+	commit("one")
+	ev := &gatedRunner{gate: make(chan struct{})}
+	close(ev.gate)
+	env, err := ccompiler.New(ccompiler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: []string{"basics/smoke"}, Budget: NewBudget(1, sandbox.Limits{})},
+		env, repo.Snapshot, mcp.FeedbackFailures)
+	tt.MaxCalls = 2
+	runTests, err := tt.Tool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{200, 200, 429, 429} {
+		var got struct {
+			StatusCode int     `json:"status_code"`
+			Error      *string `json:"error"`
+		}
+		text := runTests.Run(t.Context(), json.RawMessage(`{"test_path":"basics/smoke"}`)).Text
+		if err := json.Unmarshal([]byte(text), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.StatusCode != want {
+			t.Fatalf("call %d: %s, want status %d", i+1, text, want)
+		}
+		if want == 429 && (got.Error == nil || !strings.Contains(*got.Error, "run_tests_calls")) {
+			t.Fatalf("call %d: %s does not say which setting bounds it", i+1, text)
+		}
+	}
+	if n := ev.started.Load(); n != 2 {
+		t.Fatalf("%d evaluations for 2 answered calls", n)
+	}
+}

@@ -23,6 +23,12 @@ type TestsTool struct {
 	snapshot func(ctx context.Context) (string, error)
 	srv      *mcp.Server
 	feedback mcp.Feedback
+	// MaxCalls bounds the calls answered with a test run (0 or less: no
+	// bound); later calls are refused with 429. Every call with a
+	// test_path counts, a bad path too; a retry of a call (the same
+	// tool_call_id) is answered once by the gateway and counts once.
+	MaxCalls int
+	calls    int
 
 	mu   sync.Mutex
 	full map[string][]byte
@@ -88,6 +94,9 @@ func (t *TestsTool) Tool() (tool.Tool, error) {
 			if err := json.Unmarshal(args, &in); err != nil || in.TestPath == nil {
 				msg := "test_path (a string) is required"
 				resp = mcp.Response{StatusCode: 400, Error: &msg}
+			} else if spent := t.take(); spent {
+				msg := fmt.Sprintf("run_tests: this task answers %d calls per trajectory and all are spent (task.json run_tests_calls)", t.MaxCalls)
+				resp = mcp.Response{Path: *in.TestPath, StatusCode: 429, Error: &msg}
 			} else {
 				resp = t.srv.RunTests(ctx, *in.TestPath, nil)
 			}
@@ -109,6 +118,17 @@ func (t *TestsTool) Tool() (tool.Tool, error) {
 			}
 			return tool.Result{Text: string(text), IsError: resp.StatusCode != 200}
 		}}, nil
+}
+
+// take counts a call; spent when it is past MaxCalls.
+func (t *TestsTool) take() (spent bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.MaxCalls > 0 && t.calls >= t.MaxCalls {
+		return true
+	}
+	t.calls++
+	return false
 }
 
 func (t *TestsTool) slots() int {

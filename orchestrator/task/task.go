@@ -22,9 +22,11 @@
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
 //
 // "feedback" is how much of a run_tests answer the agent is told: counts,
-// failures (the default: failing case names and phases, never the suites'
+// failures (the default: failing case names, no phase, never the suites'
 // expected outputs) or full; the trace keeps the full answer. "run_tests"
-// false takes the tool away from the agent. "ground_truth" is traj's own
+// false takes the tool away from the agent; "run_tests_calls" bounds its
+// answers per trajectory (default 100, -1 none), as each carries bits the
+// code under test chooses (environment/mcp's package doc). "ground_truth" is traj's own
 // evaluation of every checkpoint in an evaluation sandbox, which decides
 // "solved" and feeds the continuation prompt (per-suite counts, fixed and
 // regressed tests since the last turn, up to failing_tests failing test
@@ -120,11 +122,16 @@ type Task struct {
 	// Capture decides what checkpoints record (see the package doc).
 	Capture trace.CaptureRules `json:"capture"`
 	// Feedback is how much of a run_tests result the agent is told:
-	// "counts", "failures" (the default: failing case names and phases,
+	// "counts", "failures" (the default: failing case names, no phase,
 	// never expected outputs) or "full". The trace keeps the full result.
 	Feedback string `json:"feedback,omitempty"`
 	// RunTests offers the agent the run_tests tool (default true).
 	RunTests *bool `json:"run_tests,omitempty"`
+	// RunTestsCalls bounds the run_tests answers of one trajectory
+	// (default DefaultRunTestsCalls; -1: no bound): each answer carries a
+	// few bits the code under test chooses (environment/mcp, "Channel
+	// capacity"), so the bound caps what all of them can carry.
+	RunTestsCalls int `json:"run_tests_calls,omitempty"`
 	// GroundTruth configures traj's own evaluation of every checkpoint.
 	GroundTruth GroundTruthSettings `json:"ground_truth"`
 	// DenyCCompiler hides gcc's C front end in every evaluation (ground
@@ -190,6 +197,12 @@ const DefaultFailingTests = 10
 
 // DefaultFeedback withholds the suites' expected outputs from the agent.
 const DefaultFeedback = "failures"
+
+// DefaultRunTestsCalls is RunTestsCalls's default: more than an agent
+// testing its compiler needs in a long run (the demo makes 3 calls in 50
+// parts), few enough to cap the feedback channel (at failures, 100 calls
+// carry at most one bit per case per call).
+const DefaultRunTestsCalls = 100
 
 // AgentRunTests reports whether the agent gets the run_tests tool.
 func (t *Task) AgentRunTests() bool { return t.RunTests == nil || *t.RunTests }
@@ -317,6 +330,12 @@ func (t *Task) validate() error {
 	case "counts", "failures", "full":
 	default:
 		return fmt.Errorf("task.json: feedback %q: want counts, failures or full", t.Feedback)
+	}
+	switch {
+	case t.RunTestsCalls == 0:
+		t.RunTestsCalls = DefaultRunTestsCalls
+	case t.RunTestsCalls < -1:
+		return fmt.Errorf("task.json: run_tests_calls %d: want -1 (no bound) or more", t.RunTestsCalls)
 	}
 	switch gt := &t.GroundTruth; {
 	case gt.FailingTests == 0:
