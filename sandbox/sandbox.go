@@ -148,6 +148,10 @@ type Options struct {
 	// loopback to traj (see sandbox/relay), bwrap on the host as each
 	// service's guard. Unused by local.
 	Helper string
+	// DenyCCompiler shows every C compiler of the room empty (see
+	// deny.go): the host's in bwrap, the image's in a container. Unused
+	// by local.
+	DenyCCompiler bool
 	// Image is the container image (container provider only); the
 	// image `make image` builds when empty.
 	Image string
