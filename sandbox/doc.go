@@ -64,6 +64,13 @@
 // build, compile or program, showing only the mounts given for it
 // (replay/evalbox decides them; never a fixture).
 //
+// # A task that denies the C compiler
+//
+// Options.DenyCCompiler (the agent's sandbox) and
+// ActionOptions.DenyCCompiler (each evaluation action) show every C
+// compiler of the room empty; actions also get every writable place
+// noexec and memfd_create refused by seccomp. What and why: deny.go.
+//
 // # Measured here (2 cores, Debian 12, root, cgroup v1 hybrid)
 //
 // bwrap 0.8 starts a service in about 10 ms; a podman 4.3 container (runc,

@@ -43,8 +43,11 @@ type Spec struct {
 	APIKeyEnvs []string
 	TrajBin    string
 	TestsDir   string
-	Sandbox    SandboxOptions
-	Logger     *slog.Logger
+	// DenyCCompiler: the task denies the C compiler; the agent's room
+	// shows none (sandbox.Options.DenyCCompiler).
+	DenyCCompiler bool
+	Sandbox       SandboxOptions
+	Logger        *slog.Logger
 	// Agent is the harness (harness.Default when empty); AgentBin its
 	// executable ("": the harness's own rule finds it).
 	Agent, AgentBin string

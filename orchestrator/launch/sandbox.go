@@ -158,7 +158,7 @@ func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin, helper 
 	// model gateway, which alone holds the key.
 	env := append([]string(nil), o.Env...)
 	sb, err := sandbox.New(ctx, provider, sandbox.Options{TrajectoryDir: spec.SandboxDir, Workspace: spec.Workspace,
-		Mounts: mounts, Limits: lim, Network: network, Gateways: gateways, Env: env, Helper: helper,
+		Mounts: mounts, Limits: lim, Network: network, Gateways: gateways, Env: env, Helper: helper, DenyCCompiler: spec.DenyCCompiler,
 		Image: o.Image, Engine: o.Engine})
 	if err != nil {
 		return nil, err

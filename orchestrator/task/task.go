@@ -54,13 +54,30 @@
 // from (and, when none has landed yet, that none has).
 //
 // "deny_c_compiler" enforces the C-compiler task's rule that the agent's
-// compiler must not call a C compiler: every evaluation sandbox covers
-// gcc's front ends (cc1, cc1plus), so gcc still assembles and links but a
-// gcc wrapper fails every case. It needs bwrap (it covers the host's
-// /usr); the trace records it in environment.version, so replay evaluate
-// applies it too. The built-in task leaves it off because the scripted
-// demo's agent writes a gcc wrapper; turn it on in a copy of the task
-// folder for real runs.
+// compiler must not use a C compiler, in every room of the task: the
+// agent's sandbox and each evaluation action (build, compile, program) of
+// ground truth, run_tests and replay. What is denied (sandbox/deny.go):
+//   - every C compiler the room would show is shown empty: the gcc, cc,
+//     c89, c99, cpp and g++ drivers, gcc's cc1, cc1plus, lto1,
+//     lto-wrapper and collect2, clang, tcc (the host's in bwrap, the
+//     image's in a container). as, ld, crt*.o, libgcc and libc stay: a
+//     compiler the agent writes emits assembly and links with them.
+//   - a carried copy cannot run: no room shows a compiler to copy (the
+//     agent's included), and in evaluation actions every place a
+//     compile can write (/tmp, HOME, /dev/shm, /run, /var/tmp, its case
+//     folder; /dev is read-only) is mounted noexec, so a front end
+//     unpacked there can neither be executed nor mapped executable by
+//     ld.so, and memfd_create is refused by a seccomp filter (bwrap
+//     --seccomp; the engine's default profile without it), so no
+//     anonymous file can hold one. What is left is a loader the agent
+//     writes itself that maps a front end's bytes from ./cc; those bytes
+//     would have to come from outside every room.
+//
+// It needs an isolated provider (bwrap, as root for its noexec scratch,
+// or container); the trace records it in environment.version, so replay
+// evaluate applies it too. The built-in task leaves it off because the
+// scripted demo's agent writes a gcc wrapper; turn it on in a copy of the
+// task folder for real runs.
 //
 // "artifacts" lists what the build produces and the compiles need
 // (c-compiler: ["cc"]): every compile, in ground truth, run_tests and
@@ -134,9 +151,10 @@ type Task struct {
 	RunTestsCalls int `json:"run_tests_calls,omitempty"`
 	// GroundTruth configures traj's own evaluation of every checkpoint.
 	GroundTruth GroundTruthSettings `json:"ground_truth"`
-	// DenyCCompiler hides gcc's C front end in every evaluation (ground
-	// truth, run_tests, replay): a compiler that calls a C compiler
-	// scores 0 (bwrap evaluation sandboxes only).
+	// DenyCCompiler takes every C compiler out of every room of the task
+	// (the agent's, and each evaluation's: ground truth, run_tests,
+	// replay): a compiler that calls or carries one scores 0 (see the
+	// package doc).
 	DenyCCompiler bool `json:"deny_c_compiler,omitempty"`
 	// Artifacts is what the build produces and the compiles need (paths
 	// relative to the tree, a trailing "/" for a folder): every compile
