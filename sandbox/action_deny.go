@@ -96,12 +96,9 @@ func (d *actionDeny) bwrap(mounts []Mount) (args []string, out []Mount, done fun
 		// A noexec view of the writable folder: the action writes
 		// through it, and nothing it writes there runs.
 		v := filepath.Join(own, fmt.Sprintf("view%d", i))
-		if err := os.Mkdir(v, 0o700); err == nil {
-			err = unix.Mount(m.Host, v, "", unix.MS_BIND, "")
-			if err == nil {
-				views = append(views, v)
-				err = unix.Mount("", v, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "")
-			}
+		mounted, err := noexecView(m.Host, v)
+		if mounted {
+			views = append(views, v)
 		}
 		if err != nil {
 			done()
@@ -144,6 +141,18 @@ func (d *actionDeny) container(args []string) []string {
 		out = append(out, "-v", os.DevNull+":"+h+":ro")
 	}
 	return out
+}
+
+// noexecView binds src at v (made here) and remounts the bind noexec;
+// mounted says whether v must be unmounted.
+func noexecView(src, v string) (mounted bool, err error) {
+	if err := os.Mkdir(v, 0o700); err != nil {
+		return false, err
+	}
+	if err := unix.Mount(src, v, "", unix.MS_BIND, ""); err != nil {
+		return false, err
+	}
+	return true, unix.Mount("", v, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "")
 }
 
 func (d *actionDeny) close() {
