@@ -125,9 +125,10 @@ func TestBudgetShared(t *testing.T) {
 	}
 }
 
-// TestRunTestsCallsBound: past MaxCalls answers, a run_tests call is
-// refused (429) without an evaluation, so the answers of one trajectory
-// carry no more than the bound allows.
+// TestRunTestsCallsBound: past MaxCalls answers (a resumed run's recorded
+// calls counted), a run_tests call is refused (429) without an
+// evaluation, so the answers of one trajectory carry no more than the
+// bound allows.
 func TestRunTestsCallsBound(t *testing.T) {
 	repo, commit := history(t)
 	commit("one")
@@ -139,7 +140,8 @@ func TestRunTestsCallsBound(t *testing.T) {
 	}
 	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: []string{"basics/smoke"}, Budget: NewBudget(1, sandbox.Limits{})},
 		env, repo.Snapshot, mcp.FeedbackFailures)
-	tt.MaxCalls = 2
+	tt.MaxCalls = 3
+	tt.Answered(1) // a resumed run's recorded call
 	runTests, err := tt.Tool()
 	if err != nil {
 		t.Fatal(err)
