@@ -24,7 +24,8 @@
 // full the code under test chooses nothing but each case's pass or fail
 // and the build's outcome (the build is shown no case): no phase (a
 // compile error, a wrong output and a timeout all read "failed"), no
-// timestamp or duration, no voided suite's reason. Per answer, for a path
+// timestamp or duration, no voided suite's reason (and the tool gateway's
+// answer no time waited for an evaluation slot: orchestrator/groundtruth). Per answer, for a path
 // of N cases:
 //   - counts: the passed count, log2(N+1) bits (basics, 68 cases: 6.1);
 //   - failures: the set of failing names, N bits (basics: 68);

@@ -72,8 +72,15 @@ func (g *gatedRunner) EvaluateDetailed(ctx context.Context, dir string, paths []
 
 // TestBudgetShared: with one slot, a run_tests call waits while ground
 // truth evaluates, starts only when it is done, and its answer says it
-// waited and why.
+// waited and why, at full; below full it says nothing of the wait (a time
+// the code under test chooses: ground truth runs its compiler too).
 func TestBudgetShared(t *testing.T) {
+	for _, level := range []mcp.Feedback{mcp.FeedbackFull, mcp.FeedbackFailures} {
+		t.Run(string(level), func(t *testing.T) { budgetShared(t, level) })
+	}
+}
+
+func budgetShared(t *testing.T, level mcp.Feedback) {
 	repo, commit := history(t)
 	c1 := commit("one")
 	ev := &gatedRunner{gate: make(chan struct{})}
@@ -84,7 +91,7 @@ func TestBudgetShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}, env, repo.Snapshot, mcp.FeedbackCounts)
+	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}, env, repo.Snapshot, level)
 	runTests, err := tt.Tool()
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +124,12 @@ func TestBudgetShared(t *testing.T) {
 	text := <-answered
 	if err := json.Unmarshal([]byte(text), &got); err != nil {
 		t.Fatal(err)
+	}
+	if level != mcp.FeedbackFull {
+		if got.StatusCode != 200 || got.WaitedMS != 0 || got.Waited != "" {
+			t.Fatalf("run_tests answer at %s %s: want status 200 and no word of the wait", level, text)
+		}
+		return
 	}
 	// The call started a moment after the hold did (its goroutine), so
 	// its wait is a little under held: the answer must say it waited.
