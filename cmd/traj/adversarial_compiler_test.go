@@ -586,8 +586,11 @@ func TestHarvestLookupControl(t *testing.T) {
 }
 
 // checkHarvest: the lookup agent's scan of its room ran (it read the
-// room's files: the toolchain alone is thousands) and says how many
-// expectations it kept.
+// room's files: the toolchain alone is thousands) and kept no
+// expectation. This is the wall itself: with traj's own binary as the
+// room's helper the same scan kept all 68 basics expectations (measured),
+// while the suite's controls still voided the lookup's basics score, so
+// the score alone would not show the breach.
 func (a *compilerAgent) checkHarvest(t *testing.T) {
 	t.Helper()
 	r := harness.Reader(a.tr.Agent)
@@ -600,9 +603,13 @@ func (a *compilerAgent) checkHarvest(t *testing.T) {
 			}
 			if m := re.FindStringSubmatch(np.Tool.Output); m != nil {
 				files, _ := strconv.Atoi(m[1])
+				kept, _ := strconv.Atoi(m[2])
 				t.Logf("%s", m[0])
 				if files < 1000 {
 					t.Errorf("the harvest read %d files of the room: it did not scan it", files)
+				}
+				if kept != 0 {
+					t.Errorf("the agent's room shows %d basics expectations", kept)
 				}
 				return
 			}
