@@ -77,7 +77,9 @@ func (d *actionDeny) bwrap(mounts []Mount) (args []string, out []Mount, done fun
 	var views []string
 	done = func() {
 		for _, v := range views {
-			_ = unix.Unmount(v, unix.MNT_DETACH)
+			if err := unix.Unmount(v, unix.MNT_DETACH); err != nil {
+				return // never remove through a view still bound to the host's folder
+			}
 		}
 		_ = os.RemoveAll(own)
 	}
