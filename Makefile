@@ -130,9 +130,9 @@ $(DUCKDB_STAMP): $(DUCKDB_NPM)/package.json $(DUCKDB_NPM)/package-lock.json
 	test -d $(DUCKDB_NPM)/node_modules/@duckdb/node-api
 	touch $(DUCKDB_STAMP)
 
-## build: the traj binary in ./bin.
+## build: the traj binary and its sandbox helper (traj-sandbox: what every sandbox shows) in ./bin.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(TRAJ) ./cmd/traj
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(CURDIR)/bin/ ./cmd/traj ./cmd/traj-sandbox
 
 ## install: build bin/traj and link it as $(BINDIR)/traj (PREFIX=/usr/local;
 ## `make install PREFIX=$$HOME/.local` needs no root). `make setup` first for OpenCode.

@@ -52,7 +52,7 @@ func needTraj(t testing.TB) string {
 			return
 		}
 		trajBin = filepath.Join(dir, "traj")
-		out, err := exec.Command("go", "build", "-o", trajBin, "../cmd/traj").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir+"/", "../cmd/traj", "../cmd/traj-sandbox").CombinedOutput()
 		if err != nil {
 			trajBinErr = err
 			t.Logf("go build: %s", out)

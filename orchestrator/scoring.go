@@ -89,6 +89,9 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0, 0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
 			Budget: budget}
 		sc.tests = groundtruth.NewTestsTool(run, env, repo.Snapshot, mcp.Feedback(s.Task.Feedback))
+		// A resumed run has spent the answers its trace records.
+		sc.tests.MaxCalls = s.Task.RunTestsCalls
+		sc.tests.Answered(len(s.Recorded.Calls))
 	}
 	return sc, nil
 }

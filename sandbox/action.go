@@ -51,6 +51,8 @@ type Actions struct {
 	// container
 	engine image.Engine
 	image  string
+	// deny: DenyCCompiler's additions, nil without it.
+	deny *actionDeny
 }
 
 // ActionOptions configure Actions.
@@ -65,6 +67,10 @@ type ActionOptions struct {
 	// gcc's C front ends for a task that denies the C compiler (bwrap
 	// only: the container's toolchain is the image's).
 	Hide []string
+	// DenyCCompiler takes the C compiler out of every action (deny.go):
+	// the compilers shown empty, every writable place noexec, memfd_create
+	// refused. bwrap needs root for it (a noexec tmpfs).
+	DenyCCompiler bool
 	// Nice lowers the actions' CPU priority (0..19).
 	Nice int
 	// Image and Engine: as Options' (container only).
@@ -93,7 +99,7 @@ func NewActions(ctx context.Context, provider string, o ActionOptions) (*Actions
 		}
 	case ProviderContainer:
 		if len(o.Hide) > 0 {
-			return nil, errors.New("container actions: hiding host files needs bwrap (the container's toolchain is its image's)")
+			return nil, errors.New("container actions: hiding host files needs bwrap (the container's toolchain is its image's; DenyCCompiler hides the image's)")
 		}
 		e, _, err := FindEngine(ctx, o.Engine)
 		if err != nil {
@@ -109,6 +115,16 @@ func NewActions(ctx context.Context, provider string, o ActionOptions) (*Actions
 		a.engine, a.image = e, img
 	default:
 		return nil, fmt.Errorf("actions: provider %q runs no sandbox (use the host for trusted trees)", provider)
+	}
+	if o.DenyCCompiler {
+		d, err := newActionDeny(ctx, a)
+		if err != nil {
+			if a.cg != nil {
+				_ = a.cg.kill()
+			}
+			return nil, err
+		}
+		a.deny = d
 	}
 	return a, nil
 }
@@ -135,14 +151,24 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	}
 	args := bwrapBase(a.etc, NetworkNone)
 	args = append(args, "--new-session")
-	args = append(args, bwrapMounts(act.Mounts)...)
+	if a.deny != nil {
+		extra, viewed, done, err := a.deny.bwrap(act.Mounts)
+		if err != nil {
+			return xec.Result{}, err
+		}
+		defer done()
+		args = append(args, bwrapMounts(viewed)...)
+		args = append(args, extra...)
+	} else {
+		args = append(args, bwrapMounts(act.Mounts)...)
+	}
 	for _, h := range a.opts.Hide {
 		args = append(args, "--ro-bind", os.DevNull, h)
 	}
 	args = append(args, "--remount-ro", "/", "--chdir", act.Dir, "--", act.Path)
 	args = append(args, act.Args...)
 	path := a.bin
-	if a.cg != nil || a.opts.Nice > 0 {
+	if a.cg != nil || a.opts.Nice > 0 || a.deny != nil {
 		// Join the cgroup (and lower the priority) before bwrap starts,
 		// so nothing it forks escapes.
 		var procs []string
@@ -153,7 +179,11 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 		if a.opts.Nice > 0 {
 			pre = []string{"sh", "nice", "-n", strconv.Itoa(min(a.opts.Nice, 19)), a.bin}
 		}
-		args = append(append([]string{"-c", joinScript(procs)}, pre...), args...)
+		script := joinScript(procs)
+		if a.deny != nil {
+			script += " 9<" + shQuote(a.deny.filter) // bwrap --seccomp 9
+		}
+		args = append(append([]string{"-c", script}, pre...), args...)
 		path = "/bin/sh"
 	}
 	// bwrap's own init is the namespace's pid 1: when the action's
@@ -167,6 +197,9 @@ func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, err
 	name := "traj-action-" + randomSuffix()
 	env := insideEnv(Options{}, ServiceSpec{})
 	args := containerRunArgs(a.engine.Args, name, "none", a.opts.Limits, act.Mounts, "-i=false")
+	if a.deny != nil {
+		args = a.deny.container(args)
+	}
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
 	}
@@ -184,6 +217,7 @@ func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, err
 
 // Close kills whatever is left in the actions' cgroup and removes it.
 func (a *Actions) Close() error {
+	a.deny.close()
 	if a.cg != nil {
 		return a.cg.kill()
 	}

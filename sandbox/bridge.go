@@ -16,9 +16,9 @@ import (
 
 // Inside paths of the bridge between traj and an isolated sandbox.
 const (
-	// HelperPath is where bwrap and container sandboxes show traj's own
-	// binary (Options.Helper): the relay, and the tests MCP server.
-	HelperPath  = "/opt/traj/bin/traj"
+	// HelperPath is where bwrap and container sandboxes show the sandbox
+	// helper (Options.Helper, cmd/traj-sandbox): the relay and the tool stub.
+	HelperPath  = "/opt/traj/bin/" + HelperName
 	bridgeIn    = "/run/traj/in"
 	bridgeOut   = "/run/traj/out"
 	gatewaySock = "gateway.sock"

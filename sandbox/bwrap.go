@@ -41,6 +41,8 @@ type Bwrap struct {
 	cgErr  error
 	bridge *bridge
 	etc    string
+	// hide: files shown empty (DenyCCompiler).
+	hide []string
 }
 
 var _ Sandbox = (*Bwrap)(nil)
@@ -54,7 +56,7 @@ func NewBwrap(ctx context.Context, opts Options) (*Bwrap, error) {
 		return nil, fmt.Errorf("bwrap sandbox: %w (%s)", err, installAdvice)
 	}
 	if opts.Helper == "" {
-		return nil, fmt.Errorf("bwrap sandbox: no helper binary (traj itself)")
+		return nil, fmt.Errorf("bwrap sandbox: no helper binary (traj-sandbox)")
 	}
 	c, err := newCore(ctx, "bwrap", opts)
 	if err != nil {
@@ -62,6 +64,9 @@ func NewBwrap(ctx context.Context, opts Options) (*Bwrap, error) {
 	}
 	c.table = append([]Mount{{Host: opts.Helper, Inside: HelperPath}}, c.table...)
 	b := &Bwrap{core: c, bin: bin, etc: filepath.Join(c.dir, "etc")}
+	if opts.DenyCCompiler {
+		b.hide = HostCompilers()
+	}
 	if err := writeEtc(b.etc); err != nil {
 		return nil, fmt.Errorf("bwrap sandbox: %w", err)
 	}
@@ -172,6 +177,7 @@ func insideEnv(opts Options, spec ServiceSpec) []string {
 func (b *Bwrap) args(spec ServiceSpec) []string {
 	a := bwrapBase(b.etc, b.opts.Network)
 	a = append(a, bwrapMounts(b.table)...)
+	a = append(a, hideArgs(b.hide)...)
 	a = append(a, "--bind", b.bridge.in, bridgeIn, "--ro-bind", b.bridge.out, bridgeOut, "--remount-ro", "/")
 	a = append(a, "--chdir", spec.Dir, "--")
 	return append(a, b.bridge.relayArgs(spec.Name, b.opts.Network, b.opts.Gateways, append([]string{spec.Path}, spec.Args...))...)

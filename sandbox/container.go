@@ -29,6 +29,8 @@ type Container struct {
 	kind   string // "podman" or "docker"
 	image  string
 	bridge *bridge
+	// hide: the image's files shown empty (DenyCCompiler).
+	hide []string
 }
 
 var _ Sandbox = (*Container)(nil)
@@ -119,7 +121,7 @@ func ContainerWorks(ctx context.Context, engine, img string) (image.Engine, erro
 // have the image.
 func NewContainer(ctx context.Context, opts Options) (*Container, error) {
 	if opts.Helper == "" {
-		return nil, errors.New("container sandbox: no helper binary (traj itself)")
+		return nil, errors.New("container sandbox: no helper binary (traj-sandbox)")
 	}
 	e, kind, err := FindEngine(ctx, opts.Engine)
 	if err != nil {
@@ -138,6 +140,11 @@ func NewContainer(ctx context.Context, opts Options) (*Container, error) {
 	}
 	c.table = append([]Mount{{Host: opts.Helper, Inside: HelperPath}}, c.table...)
 	ct := &Container{core: c, engine: e, kind: kind, image: img}
+	if opts.DenyCCompiler {
+		if ct.hide, err = imageCompilers(ctx, e, img); err != nil {
+			return nil, fmt.Errorf("container sandbox: %w", err)
+		}
+	}
 	if ct.bridge, err = newBridge(c.dir, c.opts.Network, c.opts.Gateways); err != nil {
 		return nil, fmt.Errorf("container sandbox: %w", err)
 	}
@@ -184,6 +191,9 @@ func (ct *Container) StartService(ctx context.Context, spec ServiceSpec) (Servic
 	}
 	args := containerRunArgs(ct.engine.Args, name, network, ct.opts.Limits, ct.table)
 	args = append(args, "-v", ct.bridge.in+":"+bridgeIn+":rw", "-v", ct.bridge.out+":"+bridgeOut+":ro")
+	for _, h := range ct.hide {
+		args = append(args, "-v", os.DevNull+":"+h+":ro")
+	}
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
 	}

@@ -52,8 +52,10 @@
 //
 // # What is never shown
 //
-// Only the workspace, the Mounts the caller lists, traj's binary
-// (HelperPath) and the bridge sockets are visible: never the trajectory
+// Only the workspace, the Mounts the caller lists, the sandbox helper
+// (HelperPath: cmd/traj-sandbox, never traj's own binary, which embeds
+// the basics suite with its expectations; FindHelper) and the bridge
+// sockets are visible: never the trajectory
 // folder, the store, the evaluation cache, the checkpoint history, other
 // sandboxes or the operator's home. The caller decides Mounts; the
 // orchestrator lists the harness's binary and state folders for the
@@ -61,6 +63,13 @@
 // gateway). Evaluations use Actions (action.go): a fresh sandbox per
 // build, compile or program, showing only the mounts given for it
 // (replay/evalbox decides them; never a fixture).
+//
+// # A task that denies the C compiler
+//
+// Options.DenyCCompiler (the agent's sandbox) and
+// ActionOptions.DenyCCompiler (each evaluation action) show every C
+// compiler of the room empty; actions also get every writable place
+// noexec and memfd_create refused by seccomp. What and why: deny.go.
 //
 // # Measured here (2 cores, Debian 12, root, cgroup v1 hybrid)
 //

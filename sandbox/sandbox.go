@@ -142,10 +142,16 @@ type Options struct {
 	// Environ is the environment the allowlist picks from; os.Environ()
 	// when nil.
 	Environ []string
-	// Helper is traj's own binary: bwrap and container run it inside
-	// the sandbox as the relay that connects the sandbox's loopback to
-	// traj (see sandbox/relay). Unused by local.
+	// Helper is the sandbox helper (FindHelper, cmd/traj-sandbox), never
+	// traj's own binary, which holds the suites: bwrap and container run
+	// it inside the sandbox as the relay that connects the sandbox's
+	// loopback to traj (see sandbox/relay), bwrap on the host as each
+	// service's guard. Unused by local.
 	Helper string
+	// DenyCCompiler shows every C compiler of the room empty (see
+	// deny.go): the host's in bwrap, the image's in a container. Unused
+	// by local.
+	DenyCCompiler bool
 	// Image is the container image (container provider only); the
 	// image `make image` builds when empty.
 	Image string

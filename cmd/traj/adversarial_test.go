@@ -523,7 +523,7 @@ func trajExe(t *testing.T) string {
 			return
 		}
 		trajExeOnce.path = filepath.Join(dir, "traj")
-		if out, err := exec.Command("go", "build", "-o", trajExeOnce.path, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../traj-sandbox").CombinedOutput(); err != nil {
 			trajExeOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/mcp"
 )
 
 // EnvCmd groups the test-environment commands.
@@ -49,7 +50,8 @@ func (f envFlags) runOptions() environment.RunOptions {
 type EnvTestCmd struct {
 	Path string `arg:"" help:"Test path: all, basics, basics/<category>, wacct, wacct/chapter_<n>, c_testsuite[/part_<n>], torture[/part_<n>]."`
 	envFlags
-	JSON bool `help:"Print the full result as JSON on stdout."`
+	JSON     bool   `help:"Print the result as JSON on stdout."`
+	Feedback string `help:"What is printed of the result: counts, failures or full (a task's level prints what its agent is told; the agent's rooms never show traj)." enum:"counts,failures,full" default:"full"`
 }
 
 func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
@@ -72,6 +74,7 @@ func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		return err
 	}
+	res = *mcp.Response{Result: &res}.For(mcp.Feedback(c.Feedback)).Result
 	if c.JSON {
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")

@@ -33,9 +33,12 @@ func TestEnvTest(t *testing.T) {
 		stdout   []string
 		stderr   []string
 		jsonPass int
+		// notStdout: what the feedback level keeps out.
+		notStdout []string
 	}{
 		{name: "table", args: []string{"env", "test", "basics/functions", "--workspace", ws}, stdout: []string{"build: ok", "basics/functions", "9/9 passed"}, stderr: []string{"cases 9/9"}},
 		{name: "json", args: []string{"env", "test", "basics/smoke", "--workspace", ws, "--json", "--workers", "1"}, jsonPass: 8},
+		{name: "json at counts", args: []string{"env", "test", "basics/smoke", "--workspace", ws, "--json", "--feedback", "counts"}, jsonPass: 8, notStdout: []string{"expected_stdout", "expected_exit_code", "actual_stdout", "hello"}},
 		{name: "unknown path", args: []string{"env", "test", "nope", "--workspace", ws}, code: 2, stderr: []string{"unknown test path", "basics/smoke"}},
 		{name: "escaping path", args: []string{"env", "test", "../etc", "--workspace", ws}, code: 2, stderr: []string{"unknown test path"}},
 		{name: "missing suite", args: []string{"env", "test", "torture", "--workspace", ws, "--tests-dir", t.TempDir()}, code: 2, stderr: []string{"llvm-test-suite"}},
@@ -51,6 +54,11 @@ func TestEnvTest(t *testing.T) {
 			for _, s := range tt.stdout {
 				if !strings.Contains(stdout, s) {
 					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tt.notStdout {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout tells %q:\n%s", s, stdout)
 				}
 			}
 			for _, s := range tt.stderr {

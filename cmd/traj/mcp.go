@@ -11,7 +11,7 @@ import (
 // protocol goes to stdout; logs go to stderr.
 type MCPCmd struct {
 	envFlags
-	Feedback string `help:"What the agent is told of a result: counts, failures (names and phases of failing cases) or full (expected and actual output)." enum:"counts,failures,full" default:"full"`
+	Feedback string `help:"What the agent is told of a result: counts, failures (names of failing cases) or full (expected and actual output)." enum:"counts,failures,full" default:"full"`
 }
 
 func (c *MCPCmd) Run(ctx context.Context, g *Globals) error {

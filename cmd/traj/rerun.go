@@ -16,6 +16,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/progress"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/rerun"
+	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
@@ -40,6 +41,7 @@ type ReplayRerunCmd struct {
 	AgentBin          string        `name:"agent-bin" help:"The harness's executable (default: as for traj run)."`
 	TestsDir          string        `name:"tests-dir" help:"Fixtures root (default: $TRAJ_TESTS_DIR, else the source's)." env:"TRAJ_TESTS_DIR" type:"path"`
 	Timeout           time.Duration `help:"Time the agent may work (default: the source's)."`
+	Sandbox           string        `help:"Where the rerun's agent runs: bwrap, container or local (NO isolation). Default: the source's provider unless it was local, else bwrap where it works, else container; local only when named here." enum:"bwrap,container,local," default:""`
 	Quiet             bool          `help:"Print only the summary and warnings."`
 	Output            string        `type:"path" help:"Also write the comparison (rerun.json) to this file."`
 }
@@ -77,7 +79,7 @@ func (c *ReplayRerunCmd) Run(ctx context.Context, g *Globals) error {
 	if newID == "" {
 		newID = fmt.Sprintf("%s-rerun-%s", src.ref.ID, time.Now().UTC().Format("20060102-150405"))
 	}
-	opts, err := src.options(c.Ref, c.Store, storeURL)
+	opts, err := src.options(c.Ref, c.Store, storeURL, c.Sandbox)
 	if err != nil {
 		return err
 	}
@@ -131,8 +133,9 @@ func (c *ReplayRerunCmd) Run(ctx context.Context, g *Globals) error {
 // options are a run as the source was recorded: its harness (name and
 // version), task, model, budgets, sandbox and time limit (from its
 // run.json when it has one), its model calls to play, and its lineage.
-// r and storeFlag are how the user named it.
-func (src *rerunSource) options(r, storeFlag, storeURL string) (orchestrator.Options, error) {
+// r and storeFlag are how the user named it; sandboxFlag is --sandbox
+// (see sandboxProvider).
+func (src *rerunSource) options(r, storeFlag, storeURL, sandboxFlag string) (orchestrator.Options, error) {
 	h, id, ok := harness.Recorded(src.header.Agent)
 	if !ok {
 		return orchestrator.Options{}, fmt.Errorf("%s: traj does not know its harness %q", src.ref.ID, src.header.Agent)
@@ -154,6 +157,7 @@ func (src *rerunSource) options(r, storeFlag, storeURL string) (orchestrator.Opt
 			}
 		}
 	}
+	opts.Sandbox.Provider = sandboxProvider(sandboxFlag, opts.Sandbox.Provider)
 	if opts.Sandbox.Disk == 0 {
 		opts.Sandbox.Disk, opts.Sandbox.DiskOptional = orchestrator.DefaultDisk, true
 	}
@@ -161,6 +165,21 @@ func (src *rerunSource) options(r, storeFlag, storeURL string) (orchestrator.Opt
 		opts.TestsDir = env
 	}
 	return opts, nil
+}
+
+// sandboxProvider is the provider of a rerun or fork: --sandbox when
+// given; else the source's recorded provider unless that is local, else
+// "" (bwrap where it works, else container). A source's run.json is
+// editable and a local source ran unisolated: neither may make traj run
+// an agent without isolation unless the user names local.
+func sandboxProvider(flag, recorded string) string {
+	if flag != "" {
+		return flag
+	}
+	if recorded == sandbox.ProviderLocal {
+		return ""
+	}
+	return recorded
 }
 
 // maxParts is the source's part budget (its parts when run.json is

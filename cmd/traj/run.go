@@ -55,7 +55,7 @@ type RunCmd struct {
 	MaxCost           float64       `name:"max-cost" help:"Cost budget in dollars over all model calls (needs --price); the run ends with cost_limit."`
 	Price             string        `help:"Prices in dollars per million tokens: INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]] (cost in the trace and for --max-cost)." placeholder:"IN,OUT"`
 	TestsDir          string        `name:"tests-dir" help:"Fixtures root holding c-testsuite/, wacct/ and torture/." env:"TRAJ_TESTS_DIR" type:"path"`
-	Sandbox           string        `help:"Where the agent runs: bwrap, container (podman or docker, image from make image) or local (NO isolation). Default: bwrap where it works, else container; with --resume: the recorded one." enum:"bwrap,container,local," default:""`
+	Sandbox           string        `help:"Where the agent runs: bwrap, container (podman or docker, image from make image) or local (NO isolation). Default: bwrap where it works, else container; with --resume: the recorded one; with --fork: the source's unless it was local (local only when named)." enum:"bwrap,container,local," default:""`
 	CPUs              float64       `name:"cpus" help:"CPU time the sandbox may use, in CPUs (default: no limit)."`
 	Memory            string        `help:"Memory limit for the whole sandbox, e.g. 4g or 512m; 'none' for no limit (default 4g)."`
 	Pids              int           `help:"Most processes and threads at once in the sandbox (default 4096)."`
@@ -324,7 +324,7 @@ func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator
 	if c.AtPart > src.parts {
 		return nil, &exitError{2, fmt.Errorf("--at-part %d: %s has %d parts", c.AtPart, src.ref.ID, src.parts)}
 	}
-	base, err := src.options(c.Fork, c.Store, storeURL)
+	base, err := src.options(c.Fork, c.Store, storeURL, c.Sandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -385,6 +385,7 @@ func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator
 		opts.TestsDir = base.TestsDir
 	}
 	opts.Sandbox = opts.Sandbox.Or(base.Sandbox)
+	opts.Sandbox.Provider = base.Sandbox.Provider // --sandbox, else the source's unless local
 	if opts.MaxTokens == 0 && opts.MaxCost == 0 && opts.Price == nil && opts.Model == base.Model {
 		opts.MaxTokens, opts.MaxCost, opts.Price = base.MaxTokens, base.MaxCost, base.Price
 	}

@@ -7,17 +7,22 @@ import (
 	"github.com/trajlab/traj/environment"
 )
 
-// Feedback is how much of a run_tests result the agent is told.
+// Feedback is how much of a run_tests result the agent is told. Below
+// full, the answer says nothing the code under test chooses beyond each
+// case's pass or fail and the build's own outcome: no phase (compile
+// error, wrong output and timeout look alike), no duration, no time, no
+// control's exit status. What a level can carry, measured, is in the
+// package doc ("Channel capacity").
 type Feedback string
 
 const (
 	// FeedbackCounts: passed/failed/total and the build's outcome only.
 	FeedbackCounts Feedback = "counts"
-	// FeedbackFailures: the counts, and each failing case's name and
-	// phase; no expected or actual output, no exit codes.
+	// FeedbackFailures: the counts, and each failing case's name; no
+	// phase, no expected or actual output, no exit codes.
 	FeedbackFailures Feedback = "failures"
-	// FeedbackFull: every case with expected and actual output (version
-	// 1's behaviour).
+	// FeedbackFull: every case with its phase, expected and actual
+	// output and durations (version 1's behaviour).
 	FeedbackFull Feedback = "full"
 )
 
@@ -65,12 +70,25 @@ func (r Response) For(f Feedback) Response {
 	if f == FeedbackFull || f == "" {
 		return r
 	}
+	// Times: a compile that sleeps or times out on a case would choose
+	// them (the build's too, to keep one rule).
+	r.Timestamp, r.DurationMS = "", 0
+	res.DurationMS, res.Build.DurationMS = 0, 0
+	if len(res.Voided) > 0 {
+		// Which suite a control voided is the suite's pass or fail; the
+		// reason names what the control's program did.
+		voided := make([]environment.Void, len(res.Voided))
+		for i, v := range res.Voided {
+			voided[i] = environment.Void{Suite: v.Suite, Reason: VoidedReason}
+		}
+		res.Voided = voided
+	}
 	all := res.Cases
 	res.Cases = nil
 	if f == FeedbackFailures {
 		for _, c := range all {
 			if !c.Passed {
-				res.Cases = append(res.Cases, environment.CaseResult{Name: c.Name, Phase: c.Phase})
+				res.Cases = append(res.Cases, environment.CaseResult{Name: c.Name})
 			}
 		}
 	}
@@ -79,3 +97,6 @@ func (r Response) For(f Feedback) Response {
 	}
 	return r
 }
+
+// VoidedReason is what a voided suite's reason says below full.
+const VoidedReason = "the suite's controls failed: its cases count as failed"

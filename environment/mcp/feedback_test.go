@@ -24,7 +24,7 @@ func TestFeedbackLevels(t *testing.T) {
 		mustNotHave []string
 	}{
 		{FeedbackCounts, 0, []string{`"passed":1`, `"total":2`}, []string{"basics/smoke/add", "expected_stdout", "42"}},
-		{FeedbackFailures, 1, []string{"basics/smoke/add", `"phase":"run"`}, []string{"basics/smoke/ret", "expected_stdout", "expected_exit_code", "41", "boom"}},
+		{FeedbackFailures, 1, []string{"basics/smoke/add", `"phase":""`}, []string{"basics/smoke/ret", "expected_stdout", "expected_exit_code", "41", "boom", `"phase":"run"`}},
 		{FeedbackFull, 2, []string{"expected_stdout", "basics/smoke/ret", "boom"}, nil},
 	} {
 		t.Run(string(tc.level), func(t *testing.T) {

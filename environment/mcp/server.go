@@ -15,6 +15,35 @@
 //
 // Calls on one workspace are serialised: one at a time in this process
 // (a mutex) and across processes (environment.LockWorkspace).
+//
+// # Channel capacity
+//
+// The code under test sees the hidden case sources (each compile is given
+// one) and chooses how each case ends, so an answer is a channel out of
+// the evaluation room. Response.For keeps only what a level names; below
+// full the code under test chooses nothing but each case's pass or fail
+// and the build's outcome (the build is shown no case): no phase (a
+// compile error, a wrong output and a timeout all read "failed"), no
+// timestamp or duration, no voided suite's reason (and the tool gateway's
+// answer no time waited for an evaluation slot: orchestrator/groundtruth). Per answer, for a path
+// of N cases:
+//   - counts: the passed count, log2(N+1) bits (basics, 68 cases: 6.1);
+//   - failures: the set of failing names, N bits (basics: 68);
+//   - full: every case's phase, outputs (stdout, stderr tail) and times:
+//     bounded only by the output caps, kilobytes per case.
+//
+// Measured by TestFeedbackChannel: a ./cc that fails every basics case,
+// choosing compile error, wrong output or timeout from byte 40 of the
+// source it is given (62 cases, log2(3) bits each), has all 62 symbols
+// read back from a full answer; at counts and failures its answer is byte
+// for byte a constant failure's, so a decoder gets what a constant guess
+// gets (42 of 62, the commonest symbol). Before phases were dropped below
+// full, failures carried the 62 symbols too (98 bits a call).
+//
+// What no field can hide is the call's wall time, which the agent can
+// measure itself; with the pass/fail bits it is bounded per trajectory by
+// the task's run_tests_calls (orchestrator/task: default 100 answers; at
+// failures on basics at most 6,800 bits of pass/fail for a whole run).
 package mcp
 
 import (
@@ -108,7 +137,7 @@ func (s *Server) Description() string {
 	case FeedbackFailures:
 		return "Build the workspace (bash build.sh must produce ./cc, used as `./cc input.c -o output`) " +
 			"and run a test path against it. Returns JSON: path, timestamp, duration_ms, status_code, error, " +
-			"result {path, passed, failed, total, build, cases[{name, phase}] (the failing cases)}. Valid test paths: " +
+			"result {path, passed, failed, total, build, cases[{name}] (the failing cases)}. Valid test paths: " +
 			strings.Join(s.env.TestPaths(), ", ") + "."
 	}
 	return "Build the workspace (bash build.sh must produce ./cc, used as `./cc input.c -o output`) " +

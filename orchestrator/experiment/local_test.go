@@ -41,7 +41,7 @@ func trajBinary(t testing.TB) string {
 			return
 		}
 		trajOnce.path = filepath.Join(dir, "traj")
-		out, err := exec.Command("go", "build", "-o", trajOnce.path, "github.com/trajlab/traj/cmd/traj").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/trajlab/traj/cmd/traj", "github.com/trajlab/traj/cmd/traj-sandbox").CombinedOutput()
 		if err != nil {
 			trajOnce.err = fmt.Errorf("go build traj: %v\n%s", err, out)
 		}

@@ -72,8 +72,15 @@ func (g *gatedRunner) EvaluateDetailed(ctx context.Context, dir string, paths []
 
 // TestBudgetShared: with one slot, a run_tests call waits while ground
 // truth evaluates, starts only when it is done, and its answer says it
-// waited and why.
+// waited and why, at full; below full it says nothing of the wait (a time
+// the code under test chooses: ground truth runs its compiler too).
 func TestBudgetShared(t *testing.T) {
+	for _, level := range []mcp.Feedback{mcp.FeedbackFull, mcp.FeedbackFailures} {
+		t.Run(string(level), func(t *testing.T) { budgetShared(t, level) })
+	}
+}
+
+func budgetShared(t *testing.T, level mcp.Feedback) {
 	repo, commit := history(t)
 	c1 := commit("one")
 	ev := &gatedRunner{gate: make(chan struct{})}
@@ -84,7 +91,7 @@ func TestBudgetShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}, env, repo.Snapshot, mcp.FeedbackCounts)
+	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}, env, repo.Snapshot, level)
 	runTests, err := tt.Tool()
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +125,57 @@ func TestBudgetShared(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &got); err != nil {
 		t.Fatal(err)
 	}
+	if level != mcp.FeedbackFull {
+		if got.StatusCode != 200 || got.WaitedMS != 0 || got.Waited != "" {
+			t.Fatalf("run_tests answer at %s %s: want status 200 and no word of the wait", level, text)
+		}
+		return
+	}
 	// The call started a moment after the hold did (its goroutine), so
 	// its wait is a little under held: the answer must say it waited.
 	if got.StatusCode != 200 || got.WaitedMS < waitNote.Milliseconds() || !strings.Contains(got.Waited, "evaluation slot") {
 		t.Fatalf("run_tests answer %s: want status 200 and the wait (about %v) said in the answer", text, held)
+	}
+}
+
+// TestRunTestsCallsBound: past MaxCalls answers (a resumed run's recorded
+// calls counted), a run_tests call is refused (429) without an
+// evaluation, so the answers of one trajectory carry no more than the
+// bound allows.
+func TestRunTestsCallsBound(t *testing.T) {
+	repo, commit := history(t)
+	commit("one")
+	ev := &gatedRunner{gate: make(chan struct{})}
+	close(ev.gate)
+	env, err := ccompiler.New(ccompiler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: []string{"basics/smoke"}, Budget: NewBudget(1, sandbox.Limits{})},
+		env, repo.Snapshot, mcp.FeedbackFailures)
+	tt.MaxCalls = 3
+	tt.Answered(1) // a resumed run's recorded call
+	runTests, err := tt.Tool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{200, 200, 429, 429} {
+		var got struct {
+			StatusCode int     `json:"status_code"`
+			Error      *string `json:"error"`
+		}
+		text := runTests.Run(t.Context(), json.RawMessage(`{"test_path":"basics/smoke"}`)).Text
+		if err := json.Unmarshal([]byte(text), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.StatusCode != want {
+			t.Fatalf("call %d: %s, want status %d", i+1, text, want)
+		}
+		if want == 429 && (got.Error == nil || !strings.Contains(*got.Error, "run_tests_calls")) {
+			t.Fatalf("call %d: %s does not say which setting bounds it", i+1, text)
+		}
+	}
+	if n := ev.started.Load(); n != 2 {
+		t.Fatalf("%d evaluations for 2 answered calls", n)
 	}
 }

@@ -23,6 +23,12 @@ type TestsTool struct {
 	snapshot func(ctx context.Context) (string, error)
 	srv      *mcp.Server
 	feedback mcp.Feedback
+	// MaxCalls bounds the calls answered with a test run (0 or less: no
+	// bound); later calls are refused with 429. Every call with a
+	// test_path counts, a bad path too; a retry of a call (the same
+	// tool_call_id) is answered once by the gateway and counts once.
+	MaxCalls int
+	calls    int
 
 	mu   sync.Mutex
 	full map[string][]byte
@@ -88,6 +94,9 @@ func (t *TestsTool) Tool() (tool.Tool, error) {
 			if err := json.Unmarshal(args, &in); err != nil || in.TestPath == nil {
 				msg := "test_path (a string) is required"
 				resp = mcp.Response{StatusCode: 400, Error: &msg}
+			} else if spent := t.take(); spent {
+				msg := fmt.Sprintf("run_tests: this task answers %d calls per trajectory and all are spent (task.json run_tests_calls)", t.MaxCalls)
+				resp = mcp.Response{Path: *in.TestPath, StatusCode: 429, Error: &msg}
 			} else {
 				resp = t.srv.RunTests(ctx, *in.TestPath, nil)
 			}
@@ -97,7 +106,9 @@ func (t *TestsTool) Tool() (tool.Tool, error) {
 			if full, err := json.Marshal(resp); err == nil {
 				t.full[id] = full
 			}
-			if w := t.waited[id]; w >= waitNote {
+			// How long it waited is a time the code under test chooses
+			// (ground truth runs its compiler too): told at full only.
+			if w := t.waited[id]; w >= waitNote && (t.feedback == mcp.FeedbackFull || t.feedback == "") {
 				ans.WaitedMS = w.Milliseconds()
 				ans.Waited = fmt.Sprintf("this call waited %.1f s for an evaluation slot: the run evaluates %d trees at once, for run_tests and ground truth together", w.Seconds(), t.slots())
 			}
@@ -109,6 +120,25 @@ func (t *TestsTool) Tool() (tool.Tool, error) {
 			}
 			return tool.Result{Text: string(text), IsError: resp.StatusCode != 200}
 		}}, nil
+}
+
+// Answered counts n calls answered before this tool existed (a resumed
+// run's recorded calls) against MaxCalls.
+func (t *TestsTool) Answered(n int) {
+	t.mu.Lock()
+	t.calls += n
+	t.mu.Unlock()
+}
+
+// take counts a call; spent when it is past MaxCalls.
+func (t *TestsTool) take() (spent bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.MaxCalls > 0 && t.calls >= t.MaxCalls {
+		return true
+	}
+	t.calls++
+	return false
 }
 
 func (t *TestsTool) slots() int {

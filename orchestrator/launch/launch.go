@@ -44,8 +44,11 @@ type Spec struct {
 	APIKeyEnvs []string
 	TrajBin    string
 	TestsDir   string
-	Sandbox    SandboxOptions
-	Logger     *slog.Logger
+	// DenyCCompiler: the task denies the C compiler; the agent's room
+	// shows none (sandbox.Options.DenyCCompiler).
+	DenyCCompiler bool
+	Sandbox       SandboxOptions
+	Logger        *slog.Logger
 	// Agent is the harness (harness.Default when empty); AgentBin its
 	// executable ("": the harness's own rule finds it).
 	Agent, AgentBin string
@@ -119,6 +122,12 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The tool stub and the relay are the sandbox helper, never traj:
+	// traj holds the suites, and the room shows what runs in it.
+	helper, err := sandbox.FindHelper(spec.TrajBin)
+	if err != nil {
+		return nil, err
+	}
 
 	// Every harness reaches its model through the model gateway: it holds
 	// the real key (the harness gets a token), records each call and
@@ -149,7 +158,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	if tg != nil {
 		gateways = append(gateways, tg.addr)
 	}
-	sb, err := openSandbox(ctx, spec, h, hBin, gateways)
+	sb, err := openSandbox(ctx, spec, h, hBin, helper, gateways)
 	if err != nil {
 		tg.stop()
 		ep.Stop()
@@ -187,13 +196,13 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 	aspec := agent.Spec{TrajectoryID: spec.ID, Workspace: spec.Workspace, StateDir: spec.SandboxDir,
 		Binary: hBin, Model: spec.Model, Env: ep.Env, Endpoint: ep.Endpoint, Logger: spec.Logger}
 	if tg != nil {
-		// The stub runs in the sandbox (its command names traj as the
-		// sandbox shows it); the tests run outside, behind the gateway.
-		trajIn, err := insidePath(sb, spec.TrajBin)
+		// The stub runs in the sandbox (its command names the helper as
+		// the sandbox shows it); the tests run outside, behind the gateway.
+		helperIn, err := insidePath(sb, helper)
 		if err != nil {
-			return nil, fmt.Errorf("traj binary: %w", err)
+			return nil, fmt.Errorf("sandbox helper: %w", err)
 		}
-		aspec.MCP = []agent.MCPServer{{Name: "tests", Command: []string{trajIn, "tool-stub", "--gateway", "http://" + tg.addr},
+		aspec.MCP = []agent.MCPServer{{Name: "tests", Command: []string{helperIn, "tool-stub", "--gateway", "http://" + tg.addr},
 			Env: []string{tool.TokenEnv + "=" + tg.token}}}
 	}
 	if scriptedModel {

@@ -115,10 +115,10 @@ func (o SandboxOptions) Or(rec SandboxOptions) SandboxOptions {
 }
 
 // openSandbox makes the run's sandbox: the workspace, the harness's binary
-// and state folders, traj's binary (the relay and the tool stub), nothing
+// and state folders, the sandbox helper (the relay and the tool stub), nothing
 // else; gateways are the host endpoints the
 // agent may reach under the gateways policy.
-func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin string, gateways []string) (sandbox.Sandbox, error) {
+func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin, helper string, gateways []string) (sandbox.Sandbox, error) {
 	o := spec.Sandbox
 	provider := o.Provider
 	if provider == "" {
@@ -158,7 +158,7 @@ func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin string, 
 	// model gateway, which alone holds the key.
 	env := append([]string(nil), o.Env...)
 	sb, err := sandbox.New(ctx, provider, sandbox.Options{TrajectoryDir: spec.SandboxDir, Workspace: spec.Workspace,
-		Mounts: mounts, Limits: lim, Network: network, Gateways: gateways, Env: env, Helper: spec.TrajBin,
+		Mounts: mounts, Limits: lim, Network: network, Gateways: gateways, Env: env, Helper: helper, DenyCCompiler: spec.DenyCCompiler,
 		Image: o.Image, Engine: o.Engine})
 	if err != nil {
 		return nil, err

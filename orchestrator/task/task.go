@@ -22,9 +22,11 @@
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
 //
 // "feedback" is how much of a run_tests answer the agent is told: counts,
-// failures (the default: failing case names and phases, never the suites'
+// failures (the default: failing case names, no phase, never the suites'
 // expected outputs) or full; the trace keeps the full answer. "run_tests"
-// false takes the tool away from the agent. "ground_truth" is traj's own
+// false takes the tool away from the agent; "run_tests_calls" bounds its
+// answers per trajectory (default 100, -1 none), as each carries bits the
+// code under test chooses (environment/mcp's package doc). "ground_truth" is traj's own
 // evaluation of every checkpoint in an evaluation sandbox, which decides
 // "solved" and feeds the continuation prompt (per-suite counts, fixed and
 // regressed tests since the last turn, up to failing_tests failing test
@@ -52,13 +54,30 @@
 // from (and, when none has landed yet, that none has).
 //
 // "deny_c_compiler" enforces the C-compiler task's rule that the agent's
-// compiler must not call a C compiler: every evaluation sandbox covers
-// gcc's front ends (cc1, cc1plus), so gcc still assembles and links but a
-// gcc wrapper fails every case. It needs bwrap (it covers the host's
-// /usr); the trace records it in environment.version, so replay evaluate
-// applies it too. The built-in task leaves it off because the scripted
-// demo's agent writes a gcc wrapper; turn it on in a copy of the task
-// folder for real runs.
+// compiler must not use a C compiler, in every room of the task: the
+// agent's sandbox and each evaluation action (build, compile, program) of
+// ground truth, run_tests and replay. What is denied (sandbox/deny.go):
+//   - every C compiler the room would show is shown empty: the gcc, cc,
+//     c89, c99, cpp and g++ drivers, gcc's cc1, cc1plus, lto1,
+//     lto-wrapper and collect2, clang, tcc (the host's in bwrap, the
+//     image's in a container). as, ld, crt*.o, libgcc and libc stay: a
+//     compiler the agent writes emits assembly and links with them.
+//   - a carried copy cannot run: no room shows a compiler to copy (the
+//     agent's included), and in evaluation actions every place a
+//     compile can write (/tmp, HOME, /dev/shm, /run, /var/tmp, its case
+//     folder; /dev is read-only) is mounted noexec, so a front end
+//     unpacked there can neither be executed nor mapped executable by
+//     ld.so, and memfd_create is refused by a seccomp filter (bwrap
+//     --seccomp; the engine's default profile without it), so no
+//     anonymous file can hold one. What is left is a loader the agent
+//     writes itself that maps a front end's bytes from ./cc; those bytes
+//     would have to come from outside every room.
+//
+// It needs an isolated provider (bwrap, as root for its noexec scratch,
+// or container); the trace records it in environment.version, so replay
+// evaluate applies it too. The built-in task leaves it off because the
+// scripted demo's agent writes a gcc wrapper; turn it on in a copy of the
+// task folder for real runs.
 //
 // "artifacts" lists what the build produces and the compiles need
 // (c-compiler: ["cc"]): every compile, in ground truth, run_tests and
@@ -120,16 +139,22 @@ type Task struct {
 	// Capture decides what checkpoints record (see the package doc).
 	Capture trace.CaptureRules `json:"capture"`
 	// Feedback is how much of a run_tests result the agent is told:
-	// "counts", "failures" (the default: failing case names and phases,
+	// "counts", "failures" (the default: failing case names, no phase,
 	// never expected outputs) or "full". The trace keeps the full result.
 	Feedback string `json:"feedback,omitempty"`
 	// RunTests offers the agent the run_tests tool (default true).
 	RunTests *bool `json:"run_tests,omitempty"`
+	// RunTestsCalls bounds the run_tests answers of one trajectory
+	// (default DefaultRunTestsCalls; -1: no bound): each answer carries a
+	// few bits the code under test chooses (environment/mcp, "Channel
+	// capacity"), so the bound caps what all of them can carry.
+	RunTestsCalls int `json:"run_tests_calls,omitempty"`
 	// GroundTruth configures traj's own evaluation of every checkpoint.
 	GroundTruth GroundTruthSettings `json:"ground_truth"`
-	// DenyCCompiler hides gcc's C front end in every evaluation (ground
-	// truth, run_tests, replay): a compiler that calls a C compiler
-	// scores 0 (bwrap evaluation sandboxes only).
+	// DenyCCompiler takes every C compiler out of every room of the task
+	// (the agent's, and each evaluation's: ground truth, run_tests,
+	// replay): a compiler that calls or carries one scores 0 (see the
+	// package doc).
 	DenyCCompiler bool `json:"deny_c_compiler,omitempty"`
 	// Artifacts is what the build produces and the compiles need (paths
 	// relative to the tree, a trailing "/" for a folder): every compile
@@ -190,6 +215,12 @@ const DefaultFailingTests = 10
 
 // DefaultFeedback withholds the suites' expected outputs from the agent.
 const DefaultFeedback = "failures"
+
+// DefaultRunTestsCalls is RunTestsCalls's default: more than an agent
+// testing its compiler needs in a long run (the demo makes 3 calls in 50
+// parts), few enough to cap the feedback channel (at failures, 100 calls
+// carry at most one bit per case per call).
+const DefaultRunTestsCalls = 100
 
 // AgentRunTests reports whether the agent gets the run_tests tool.
 func (t *Task) AgentRunTests() bool { return t.RunTests == nil || *t.RunTests }
@@ -317,6 +348,12 @@ func (t *Task) validate() error {
 	case "counts", "failures", "full":
 	default:
 		return fmt.Errorf("task.json: feedback %q: want counts, failures or full", t.Feedback)
+	}
+	switch {
+	case t.RunTestsCalls == 0:
+		t.RunTestsCalls = DefaultRunTestsCalls
+	case t.RunTestsCalls < -1:
+		return fmt.Errorf("task.json: run_tests_calls %d: want -1 (no bound) or more", t.RunTestsCalls)
 	}
 	switch gt := &t.GroundTruth; {
 	case gt.FailingTests == 0:

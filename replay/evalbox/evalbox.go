@@ -87,11 +87,12 @@ type Evaluator struct {
 	// Nice lowers the actions' CPU priority (0..19): background ground
 	// truth yields to the agent and the recorder.
 	Nice int
-	// DenyCCompiler hides gcc's C front ends (cc1, cc1plus) in every
-	// action: gcc still assembles and links, but a compiler under test
-	// that hands C to a C compiler fails every case (the C-compiler
-	// task's rule). bwrap only: it shows the host's /usr, whose front
-	// ends are found and covered.
+	// DenyCCompiler takes every C compiler out of every action
+	// (sandbox.ActionOptions.DenyCCompiler, sandbox/deny.go): the
+	// drivers and front ends shown empty, as and ld kept, every writable
+	// place noexec and memfd_create refused, so a compiler under test
+	// that hands C to a C compiler, or carries one, fails every case
+	// (the C-compiler task's rule). bwrap (as root) or container.
 	DenyCCompiler bool
 	// OnCase, when set, is called after each case (progress).
 	OnCase func()
@@ -157,22 +158,13 @@ func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(),
 const DenyCCompilerVersion = "+deny-c-compiler"
 
 // CheckProvider says whether provider can run evaluations with the C
-// compiler hidden (deny) — the one rule, for run and replay alike.
+// compiler denied (deny) — the one rule, for run and replay alike: an
+// isolated provider (bwrap or container; see sandbox/deny.go).
 func CheckProvider(provider string, deny bool) error {
-	if deny && provider != sandbox.ProviderBwrap {
-		return fmt.Errorf("hiding the C compiler (deny_c_compiler) needs bwrap evaluation sandboxes, not %q", provider)
+	if deny && provider != sandbox.ProviderBwrap && provider != sandbox.ProviderContainer {
+		return fmt.Errorf("denying the C compiler (deny_c_compiler) needs bwrap or container evaluation sandboxes, not %q", provider)
 	}
 	return nil
-}
-
-// frontEnds lists gcc's C and C++ front ends on this machine.
-func frontEnds() []string {
-	var out []string
-	for _, pat := range []string{"/usr/lib/gcc/*/*/cc1", "/usr/lib/gcc/*/*/cc1plus", "/usr/libexec/gcc/*/*/cc1", "/usr/libexec/gcc/*/*/cc1plus"} {
-		m, _ := filepath.Glob(pat)
-		out = append(out, m...)
-	}
-	return out
 }
 
 // Version implements replay.Evaluator.
@@ -324,13 +316,7 @@ func (e *Evaluator) executor(ctx context.Context) (environment.Executor, func(),
 	if err != nil {
 		return nil, nil, fmt.Errorf("evaluation sandbox folder: %w", err)
 	}
-	o := sandbox.ActionOptions{Dir: tmp, Limits: e.Limits, Nice: e.Nice}
-	if e.DenyCCompiler {
-		if o.Hide = frontEnds(); len(o.Hide) == 0 {
-			os.RemoveAll(tmp)
-			return nil, nil, errors.New("evaluation sandbox: hiding the C compiler: no gcc front end (cc1) found under /usr/lib/gcc")
-		}
-	}
+	o := sandbox.ActionOptions{Dir: tmp, Limits: e.Limits, Nice: e.Nice, DenyCCompiler: e.DenyCCompiler}
 	acts, err := sandbox.NewActions(ctx, e.Provider, o)
 	if err != nil {
 		os.RemoveAll(tmp)
