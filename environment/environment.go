@@ -159,6 +159,7 @@ type CaseResult struct {
 	FixedLike bool `json:"fixed_like,omitempty"`
 	// Unguarded: the case carries no nonce of its own (the rewrite cannot
 	// handle it, or a wacct invalid program without a valid neighbour);
-	// its pass counts only beside a guarded one.
+	// its pass counts only beside a guarded one (environment/ccompiler's
+	// guard.go says when).
 	Unguarded bool `json:"unguarded,omitempty"`
 }

@@ -46,7 +46,8 @@
 // hidden when the test path lacks it). A runnable case the rewrite cannot
 // handle, or listed in untransformable.go (gcc passes it but not its
 // rewrite), runs unguarded by its original rule and counts only when the
-// same run passes a guarded case of its suite. Nothing voids a suite
+// same run passes a guarded case of its suite and none of its suite's
+// cases is fixed-like. Nothing voids a suite
 // (Result.Voided is read in old results only). A case whose program did
 // what the case without its nonce wants (exit 0 where K says otherwise)
 // is marked FixedLike and counted in Result.FixedLike: a suspicion

@@ -146,11 +146,15 @@ func TestJudge(t *testing.T) {
 		{name: "wacct/chapter_1/valid/unguarded.c", exitCode: zero},            // passed beside a guarded wacct pass
 		{name: "torture/u.c", exitCode: zero},                                  // passed, no guarded torture pass
 		{name: "torture/g.c", exitCode: zero, nonce: 5},                        // failed
+		{name: "basics/x/g.c", exitCode: zero, nonce: 5},                       // passed
+		{name: "basics/x/h.c", exitCode: zero, nonce: 6},                       // failed, fixed-like
+		{name: "basics/x/u.c", exitCode: zero},                                 // passed, but the suite shows a fixed-like case
 	}
-	results := []environment.CaseResult{{Passed: true}, {Passed: true}, {Passed: true}, {Passed: true}, {Passed: true}, {Passed: false}}
-	neighbour := []int{4, 2, -1, -1, -1, -1}
+	results := []environment.CaseResult{{Passed: true}, {Passed: true}, {Passed: true}, {Passed: true}, {Passed: true}, {Passed: false},
+		{Passed: true}, {FixedLike: true}, {Passed: true}}
+	neighbour := []int{4, 2, -1, -1, -1, -1, -1, -1, -1}
 	judge(cases, results, neighbour, len(cases))
-	want := []bool{false, true, true, true, false, false}
+	want := []bool{false, true, true, true, false, false, true, false, false}
 	for i, r := range results {
 		if r.Passed != want[i] {
 			t.Errorf("%s: passed %v, want %v (%s)", cases[i].name, r.Passed, want[i], r.Error)

@@ -4,7 +4,7 @@ package ccompiler
 // nonce rewrite (nonce.go) gcc does not pass while it passes the original
 // (TestNonceKeepsMeaning, with gcc on the whole public suites), with why.
 // They run unguarded: their original rule, counted only beside a passing
-// guarded case of their suite (guard.go). Keys are case names
+// guarded case of their suite and no fixed-like one (guard.go). Keys are case names
 // (torture_std's are torture's).
 //
 // Besides these, the rewrite leaves unguarded by rule the cases it cannot

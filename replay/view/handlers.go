@@ -45,11 +45,7 @@ type Summary struct {
 	Best          *float64            `json:"best"`
 	BestPart      int                 `json:"best_part,omitempty"`
 	SolvedAt      int                 `json:"solved_at,omitempty"`
-	// SuspectPart is the first part whose result had fixed-like cases
-	// (report.Series.Suspect); FixedLike their count at the latest.
-	SuspectPart int                `json:"suspect_part,omitempty"`
-	FixedLike   int                `json:"fixed_like,omitempty"`
-	Suites      []report.SuiteRate `json:"suites"`
+	Suites        []report.SuiteRate  `json:"suites"`
 	// Experiment is the experiment that ran the trajectory, if any.
 	Experiment string `json:"experiment,omitempty"`
 	// Lineage is where the trajectory came from (a fork or a rerun).
@@ -68,6 +64,11 @@ type Summary struct {
 	Pending bool `json:"pending,omitempty"`
 	// Version changes whenever the trajectory does (live pages poll it).
 	Version string `json:"version"`
+
+	// SuspectPart is the first part whose result had fixed-like cases
+	// (report.Series.Suspect); FixedLike their count at the latest.
+	SuspectPart int `json:"suspect_part,omitempty"`
+	FixedLike   int `json:"fixed_like,omitempty"`
 }
 
 func (s *snapshot) summary(id string) Summary {
