@@ -372,6 +372,9 @@ func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) erro
 				row.LinesAdded, row.LinesRemoved = i64(0), i64(0)
 			} else if st, err := e.in.hist.Diff(ctx, cp.CommitBefore, cp.CommitAfter); err == nil {
 				row.LinesAdded, row.LinesRemoved = i64(int64(st.Added)), i64(int64(st.Removed))
+				if st.TooLarge {
+					e.in.warn("part %d: a file too large to diff: lines_added and lines_removed count a correct but not minimal diff", p.Part)
+				}
 			} else {
 				e.in.warn("part %d: no line counts: %v", p.Part, err)
 			}
