@@ -35,7 +35,12 @@
 // reasoning, as OpenCode counts them), the cost from Options.Price, and
 // parts_before: how many parts the trace held when the call started
 // (Options.Parts), so the parts a call produced are the ones after it.
-// Call Record.Totals (or ReadRecord) to add a record up.
+// Call Record.Totals (or ReadRecord) to add a record up. ScanRecord is the
+// one reader of a record (playback, rerun's comparison, the export's
+// model_calls table, the viewer): a line longer than MaxLineBytes (32 MiB)
+// is streamed with every string cut to MaxCutString and its call marked
+// ResponseTruncated and Cut, so no reader holds it (TestRerunHugeRecordLine:
+// a 300 MB line, rerun under 300 MB).
 //
 // # Budgets and failures
 //
