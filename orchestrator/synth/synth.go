@@ -92,6 +92,7 @@ type gen struct {
 
 	part, turns, commits, calls, msgs, tcalls int
 	head                                      string
+	changed                                   bool     // the last tool changed the workspace
 	files                                     []string // workspace files, in creation order
 	pendingGT                                 []trace.GroundTruth
 	sessions                                  []string // session ids of the current turn, root first
@@ -358,8 +359,11 @@ func (g *gen) newPart(ctx context.Context, k kind, msgID, session string) (*trac
 	}
 	p.Content = raw
 	rc := trace.RepoCheckpoint{CommitBefore: g.head, CommitAfter: g.head, ChangedFiles: []string{}}
-	if g.head == "" || k == kTool {
-		// The recorder checkpoints after every part that may change files.
+	if g.head == "" || g.changed {
+		// The recorder checkpoints after every part that may change files;
+		// here only those that did are scanned (the others would find
+		// nothing, and the scan is most of the time a part takes).
+		g.changed = false
 		if rc, err = g.repo.Checkpoint(ctx, n); err != nil {
 			return nil, "", err
 		}
@@ -470,6 +474,7 @@ func (g *gen) writeFile(rel, text string) {
 	}
 	_ = os.MkdirAll(filepath.Dir(path), 0o755)
 	_ = os.WriteFile(path, []byte(text), 0o644)
+	g.changed = true
 }
 
 var words = []string{"lexer", "parser", "ast", "codegen", "emit", "types", "symtab", "expr", "stmt", "decl", "regalloc", "peephole", "preproc", "error"}
