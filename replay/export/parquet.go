@@ -584,8 +584,7 @@ func (e *parquetExport) evaluations(ctx context.Context) error {
 // modelCalls writes the model gateway's record of the trajectory, when it
 // has one, a line at a time.
 func (e *parquetExport) modelCalls(ctx context.Context) error {
-	st, key := e.in.store, e.in.prefix+store.ModelCallsName
-	err := st.Load(ctx, key, func(r io.Reader) error {
+	err := store.LoadRecord(ctx, e.in.store, e.in.prefix, store.ModelCallsName, func(r io.Reader) error {
 		e.calls.reset()
 		_, err := model.ScanRecord(r, func(c model.Call) error {
 			row := ModelCallRow{TrajectoryID: e.in.id, Seq: int64(c.Seq), StartedAt: timestamp(c.StartedAt),

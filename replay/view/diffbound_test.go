@@ -133,3 +133,44 @@ func TestDiffSameAsGoGit(t *testing.T) {
 		t.Fatalf("only %d committed parts compared", compared)
 	}
 }
+
+// TestCallsFromChunks: a running trajectory's model calls are in the
+// store only as the call chunks its turn ends uploaded (no whole
+// model_calls.jsonl yet): the viewer reads them back as one record.
+func TestCallsFromChunks(t *testing.T) {
+	sample := sharedSample(t)
+	src := filepath.Join(sample, store.TrajectoriesDir, "alpha")
+	dir := t.TempDir()
+	out := filepath.Join(dir, store.TrajectoriesDir, "alpha")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{store.TraceName, store.BundleName} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(out, name), b)
+	}
+	rec, err := os.ReadFile(filepath.Join(src, store.ModelCallsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := int64(strings.Index(string(rec), "\n") + 1) // after the first call
+	for _, c := range [][2]int64{{0, cut}, {cut, int64(len(rec))}} {
+		path := filepath.Join(dir, filepath.FromSlash(store.CallChunkKey("alpha", store.ModelCallsName, c[0], c[1])))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, path, rec[c[0]:c[1]])
+	}
+	_, _, c := testServer(t, Options{StoreURL: dir})
+	var calls struct {
+		Recorded bool `json:"recorded"`
+		Total    int  `json:"total"`
+	}
+	c.mustGet("/api/t/alpha/calls", &calls)
+	if want := strings.Count(string(rec), "\n"); !calls.Recorded || calls.Total != want || want < 2 {
+		t.Fatalf("calls from chunks: %+v, want %d", calls, want)
+	}
+}
