@@ -15,6 +15,7 @@ type TraceCmd struct {
 	Show     TraceShowCmd     `cmd:"" help:"Summarize a trace: id, agent, model, parts, turns, end reason, final commit, best test results, tokens and cost."`
 	Validate TraceValidateCmd `cmd:"" help:"Check a trace against the schema and the part/turn invariants."`
 	Finalize TraceFinalizeCmd `cmd:"" help:"Close a trajectory whose run died and will not continue: session_end interrupted, repo.bundle, uploads."`
+	Synth    TraceSynthCmd    `cmd:"" help:"Write a synthetic trajectory of N parts (turns, sessions, tool mix, checkpoints, ground truth, call records) into a store folder."`
 }
 
 // traceRef names the trace a trace command reads.

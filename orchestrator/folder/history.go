@@ -2,6 +2,7 @@ package folder
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,6 +128,9 @@ type HistoryPublisher struct {
 	// lastBundled is the newest commit already in a history bundle ("" =
 	// none: the first bundle holds the whole history).
 	lastBundled string
+	// sent is how many bytes of each call record (by file name) went
+	// into call chunks.
+	sent map[string]int64
 }
 
 // NewHistoryPublisher publishes the checkpoints of trajectory id, whose
@@ -175,18 +179,27 @@ func (p *HistoryPublisher) bundleAs(ctx context.Context, name string, part int, 
 	return nil
 }
 
-// TurnEnded hands the call records (model_calls.jsonl, tool_calls.jsonl) as
-// they are now to the uploader, so a store being written by a running
-// trajectory holds them up to the last turn. Each is read whole into
-// memory (a few hundred bytes a call) because the gateways keep appending
-// to the files while the upload runs; the uploader coalesces versions of
-// one key. The final upload sends them once more.
+// TurnEnded hands the uploader what the call records (model_calls.jsonl,
+// tool_calls.jsonl) gained since the last turn end: their complete lines
+// from the last offset sent, as a call chunk (store.CallChunkKey), so a
+// turn end costs what the turn added, never the whole record; a store
+// being written by a running trajectory holds them up to the last turn
+// (store.LoadRecord puts the chunks back together). The bytes are read
+// into memory because the gateways keep appending to the files while the
+// upload runs. The final upload sends each record whole, once. A resumed
+// run starts again from byte 0 (one chunk overlapping the earlier ones,
+// which readers take once).
 func (p *HistoryPublisher) TurnEnded() {
 	if p.up == nil {
 		return
 	}
+	if p.sent == nil {
+		p.sent = map[string]int64{}
+	}
 	for _, r := range Records(p.dir, p.id) {
-		b, err := os.ReadFile(r.Path)
+		name := filepath.Base(r.Path)
+		start := p.sent[name]
+		b, err := readFrom(r.Path, start)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -194,8 +207,31 @@ func (p *HistoryPublisher) TurnEnded() {
 			p.log.Warn("read call record", "path", r.Path, "err", err)
 			continue
 		}
-		if err := p.up.Enqueue(r.Key, store.Bytes(b)); err != nil {
-			p.log.Warn("enqueue call record", "key", r.Key, "err", err)
+		// Complete lines only: a call being written waits for the next
+		// turn end.
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
+		if len(b) == 0 {
+			continue
 		}
+		end := start + int64(len(b))
+		key := store.CallChunkKey(p.id, name, start, end)
+		if err := p.up.Enqueue(key, store.Bytes(b)); err != nil {
+			p.log.Warn("enqueue call record", "key", key, "err", err)
+			continue
+		}
+		p.sent[name] = end
 	}
+}
+
+// readFrom reads the file at path from offset off to its end.
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }

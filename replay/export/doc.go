@@ -184,7 +184,10 @@
 //	changed_files          LIST<STRING>; paths the checkpoint changed
 //	lines_added, lines_removed   null when the history is unavailable; text lines
 //	                       added and removed by the checkpoint (0 for parts that
-//	                       changed nothing; binary files count no lines)
+//	                       changed nothing; binary files count no lines); the
+//	                       line diff's work is bounded (replay/linediff): a file
+//	                       too large to diff counts the lines of a correct but
+//	                       not minimal diff, with a warning naming the part
 //	run_tests_calls        INT32; run_tests calls completed by the part
 //	model_call_seq         null; the model call the part came from (joins
 //	                       model_calls.seq); its tokens and cost are then the

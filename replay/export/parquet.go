@@ -407,6 +407,9 @@ func (e *parquetExport) part(ctx context.Context, turn int, d *decodedPart) erro
 				row.LinesAdded, row.LinesRemoved = i64(0), i64(0)
 			} else if st, err := e.in.hist.Diff(ctx, cp.CommitBefore, cp.CommitAfter); err == nil {
 				row.LinesAdded, row.LinesRemoved = i64(int64(st.Added)), i64(int64(st.Removed))
+				if st.TooLarge {
+					e.in.warn("part %d: a file too large to diff: lines_added and lines_removed count a correct but not minimal diff", p.Part)
+				}
 			} else {
 				e.in.warn("part %d: no line counts: %v", p.Part, err)
 			}
@@ -666,8 +669,7 @@ func (e *parquetExport) groundTruthScores(ctx context.Context) error {
 // modelCalls writes the model gateway's record of the trajectory, when it
 // has one, a line at a time.
 func (e *parquetExport) modelCalls(ctx context.Context) error {
-	st, key := e.in.store, e.in.prefix+store.ModelCallsName
-	err := st.Load(ctx, key, func(r io.Reader) error {
+	err := store.LoadRecord(ctx, e.in.store, e.in.prefix, store.ModelCallsName, func(r io.Reader) error {
 		e.calls.reset()
 		_, err := model.ScanRecord(r, func(c model.Call) error {
 			row := ModelCallRow{TrajectoryID: e.in.id, Seq: int64(c.Seq), StartedAt: timestamp(c.StartedAt),

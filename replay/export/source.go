@@ -82,5 +82,12 @@ func fingerprint(ctx context.Context, t *ref.Trajectory) (string, error) {
 		}
 		h.Write([]byte(prefix + "\x00" + strconv.Itoa(n) + "\n"))
 	}
+	// A running trajectory's call chunks (store.CallChunkKey); hashed only
+	// when there are some, so fingerprints made before they existed hold.
+	calls := t.Prefix + store.CallsDir
+	err := t.Store.List(ctx, calls, func(fi store.FileInfo) error { add(fi); return nil })
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("list %s: %w", t.Store.URI(calls), err)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

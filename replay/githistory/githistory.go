@@ -24,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/trajlab/traj/replay/linediff"
 	"github.com/trajlab/traj/trace/gitstate"
 )
 
@@ -330,8 +331,14 @@ func (h *History) Close() error {
 // or modified, and text lines added and removed (binary and empty files
 // count as changed files with no lines), the numbers `git diff --numstat
 // --no-renames` gives (a renamed file is one removed and one added).
+//
+// The line diff is replay/linediff's, its work bounded: a file too large
+// to diff within the budget (an agent's permutation of a 160,000-line
+// file) counts the lines of a correct but not minimal diff, and TooLarge
+// says so.
 type DiffStat struct {
 	Files, Added, Removed int
+	TooLarge              bool
 }
 
 // Diff returns the DiffStat from commit from to commit to; from may be ""
@@ -364,19 +371,46 @@ func (h *History) Diff(ctx context.Context, from, to string) (DiffStat, error) {
 		return DiffStat{}, err
 	}
 	changes, err := object.DiffTreeWithOptions(ctx, a, b, nil)
+	if ctx.Err() != nil {
+		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, ctx.Err())
+	}
 	if err != nil {
 		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
 	}
 	st := DiffStat{Files: len(changes)}
+	budget := linediff.DefaultBudget
 	for _, c := range changes {
-		p, err := c.PatchContext(ctx)
+		if err := ctx.Err(); err != nil {
+			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
+		}
+		af, bf, err := c.Files()
 		if err != nil {
 			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
 		}
-		for _, fs := range p.Stats() {
-			st.Added += fs.Addition
-			st.Removed += fs.Deletion
+		var text [2]string
+		binary := false
+		for i, f := range []*object.File{af, bf} {
+			if f == nil || binary {
+				continue
+			}
+			if binary, err = f.IsBinary(); err == nil && !binary {
+				text[i], err = f.Contents()
+			}
+			if err != nil {
+				return DiffStat{}, fmt.Errorf("diff %s..%s: %s: %w", from, to, c.To.Name, err)
+			}
 		}
+		if binary {
+			continue
+		}
+		r := linediff.Lines(ctx, text[0], text[1], budget)
+		budget = max(budget-r.Work, linediff.DefaultBudget/50)
+		st.Added += r.Added
+		st.Removed += r.Removed
+		st.TooLarge = st.TooLarge || r.TooLarge
+	}
+	if err := ctx.Err(); err != nil {
+		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
 	}
 	return st, nil
 }

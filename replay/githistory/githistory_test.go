@@ -2,6 +2,7 @@ package githistory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,5 +186,30 @@ func TestDiffMatchesGit(t *testing.T) {
 	}
 	if _, err := h.Diff(context.Background(), "", tj.Commits[0]); err != nil {
 		t.Errorf("diff from the empty tree: %v", err)
+	}
+}
+
+// TestDiffPermutedBounded: a checkpoint that rewrites a 160,000-line file
+// as a permutation of its lines (go-git's diff: 134 s of the Parquet
+// export) is counted within linediff's budget and said to be too large;
+// the counts are those of a correct diff (the file replaced whole).
+func TestDiffPermutedBounded(t *testing.T) {
+	tj := replaytest.BuildSpec(t, replaytest.Spec{ID: "permuted", Changes: replaytest.PermutedRewrite(160_000), TurnSize: 2})
+	h, err := githistory.Open(context.Background(), tj.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got, err := h.Diff(context.Background(), tj.Commits[0], tj.Commits[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (githistory.DiffStat{Files: 1, Added: 160_000, Removed: 160_000, TooLarge: true}); got != want {
+		t.Fatalf("Diff %+v, want %+v", got, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Diff(ctx, tj.Commits[0], tj.Commits[1]); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
 	}
 }

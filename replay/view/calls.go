@@ -45,7 +45,7 @@ type callIndex struct {
 // has one (nil, nil when not), keeping each line's small fields.
 func loadCalls(ctx context.Context, st store.Store, prefix string) (*callIndex, error) {
 	key := prefix + store.ModelCallsName
-	fi, err := st.Stat(ctx, key)
+	fi, err := store.StatRecord(ctx, st, prefix, store.ModelCallsName)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -53,7 +53,7 @@ func loadCalls(ctx context.Context, st store.Store, prefix string) (*callIndex, 
 		return nil, err
 	}
 	ci := &callIndex{stamp: fmt.Sprint(fi.Size, fi.ModTime.UnixNano())}
-	err = st.Load(ctx, key, func(r io.Reader) error {
+	err = store.LoadRecord(ctx, st, prefix, store.ModelCallsName, func(r io.Reader) error {
 		ci.rows = ci.rows[:0]
 		_, err := model.ScanRecord(r, func(c model.Call) error {
 			ci.rows = append(ci.rows, CallRow{Seq: c.Seq, StartedAt: c.StartedAt, LatencyMS: c.LatencyMS, FirstByteMS: c.FirstByteMS,
@@ -115,7 +115,7 @@ type CallDetail struct {
 func loadCall(ctx context.Context, st store.Store, prefix string, seq int) (*CallDetail, error) {
 	var out *CallDetail
 	errFound := errors.New("found")
-	err := st.Load(ctx, prefix+store.ModelCallsName, func(r io.Reader) error {
+	err := store.LoadRecord(ctx, st, prefix, store.ModelCallsName, func(r io.Reader) error {
 		_, err := model.ScanRecord(r, func(c model.Call) error {
 			if c.Seq != seq {
 				return nil

@@ -240,7 +240,7 @@ func (t *trajectory) refreshEval(ctx context.Context) error {
 
 // refreshCalls (re)reads the model gateway's record when it changed.
 func (t *trajectory) refreshCalls(ctx context.Context) error {
-	fi, err := t.rt.Store.Stat(ctx, t.rt.Prefix+store.ModelCallsName)
+	fi, err := store.StatRecord(ctx, t.rt.Store, t.rt.Prefix, store.ModelCallsName)
 	if errors.Is(err, store.ErrNotFound) {
 		t.calls = nil
 		return nil

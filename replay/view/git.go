@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/go-git/go-git/v5/utils/diff"
-	"github.com/sergi/go-diff/diffmatchpatch"
 	"io"
 	"os"
 	"path"
@@ -19,9 +17,11 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/trajlab/traj/replay/linediff"
 	"github.com/trajlab/traj/trace/gitstate"
 )
 
@@ -159,6 +159,8 @@ type Diff struct {
 	Files     []DiffFile `json:"files"`
 	Patch     string     `json:"patch"`
 	Truncated bool       `json:"truncated"`
+	// TooLarge: at least one file is too large to diff (DiffFile.TooLarge).
+	TooLarge bool `json:"too_large,omitempty"`
 }
 
 // DiffFile is one changed file.
@@ -167,8 +169,15 @@ type DiffFile struct {
 	Status string `json:"status"` // added | deleted | modified | renamed
 	From   string `json:"from,omitempty"`
 	Binary bool   `json:"binary"`
+	// TooLarge: the line diff ran out of its budget (replay/linediff), so
+	// the patch shows the file's header and no hunks, as a diff tool
+	// that gives up says "too large to diff".
+	TooLarge bool `json:"too_large,omitempty"`
 }
 
+// diff is the checkpoint's patch, each file's line diff bounded by what
+// is left of one budget for the whole answer; ctx is the request's, so a
+// client that goes away ends the work.
 func (r *gitRepo) diff(ctx context.Context, before, after string) (*Diff, error) {
 	a, err := r.commit(before)
 	if err != nil {
@@ -178,34 +187,146 @@ func (r *gitRepo) diff(ctx context.Context, before, after string) (*Diff, error)
 	if err != nil {
 		return nil, err
 	}
-	p, err := a.PatchContext(ctx, b)
+	ta, err := a.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("tree of %s: %w", before, err)
+	}
+	tb, err := b.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("tree of %s: %w", after, err)
+	}
+	changes, err := ta.DiffContext(ctx, tb)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("diff %s..%s: %w", before, after, ctx.Err())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("diff %s..%s: %w", before, after, err)
 	}
 	d := &Diff{Before: before, After: after, Files: []DiffFile{}}
-	for _, fp := range p.FilePatches() {
-		from, to := fp.Files()
-		f := DiffFile{Binary: fp.IsBinary()}
-		switch {
-		case from == nil:
-			f.Path, f.Status = to.Path(), "added"
-		case to == nil:
-			f.Path, f.Status = from.Path(), "deleted"
-		case from.Path() != to.Path():
-			f.Path, f.From, f.Status = to.Path(), from.Path(), "renamed"
-		default:
-			f.Path, f.Status = to.Path(), "modified"
+	p := &filePatches{}
+	budget := linediff.DefaultBudget
+	for _, c := range changes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
+		fp, f, work, err := filePatch(ctx, c, budget)
+		if err != nil {
+			return nil, fmt.Errorf("diff %s..%s: %w", before, after, err)
+		}
+		budget = max(budget-work, linediff.DefaultBudget/50)
 		d.Files = append(d.Files, f)
+		d.TooLarge = d.TooLarge || f.TooLarge
+		p.files = append(p.files, fp)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	var buf limitedBuffer
 	buf.limit = maxPatchBytes
-	if err := p.Encode(&buf); err != nil && !errors.Is(err, errLimit) {
+	if err := fdiff.NewUnifiedEncoder(&buf, fdiff.DefaultContextLines).Encode(p); err != nil && !errors.Is(err, errLimit) {
 		return nil, fmt.Errorf("format diff: %w", err)
 	}
 	d.Patch, d.Truncated = strings.ToValidUTF8(buf.String(), "\uFFFD"), buf.full
 	return d, nil
 }
+
+// filePatch is one change's patch (go-git's shapes, so go-git's unified
+// encoder prints it as before) with its line diff done by linediff within
+// budget; it returns the work spent.
+func filePatch(ctx context.Context, c *object.Change, budget int) (fdiff.FilePatch, DiffFile, int, error) {
+	from, to, err := c.Files()
+	if err != nil {
+		return nil, DiffFile{}, 0, err
+	}
+	fp := &filePatchOf{from: c.From, to: c.To}
+	var f DiffFile
+	switch {
+	case from == nil:
+		f.Path, f.Status = c.To.Name, "added"
+	case to == nil:
+		f.Path, f.Status = c.From.Name, "deleted"
+	case c.From.Name != c.To.Name:
+		f.Path, f.From, f.Status = c.To.Name, c.From.Name, "renamed"
+	default:
+		f.Path, f.Status = c.To.Name, "modified"
+	}
+	var text [2]string
+	for i, file := range []*object.File{from, to} {
+		if file == nil {
+			continue
+		}
+		bin, err := file.IsBinary()
+		if err != nil {
+			return nil, f, 0, err
+		}
+		if bin {
+			f.Binary, fp.binary = true, true
+			return fp, f, 0, nil
+		}
+		if text[i], err = file.Contents(); err != nil {
+			return nil, f, 0, err
+		}
+	}
+	res := linediff.Lines(ctx, text[0], text[1], budget)
+	if res.TooLarge {
+		f.TooLarge = true
+		return fp, f, res.Work, nil
+	}
+	for _, ch := range res.Chunks {
+		op := fdiff.Equal
+		switch ch.Op {
+		case linediff.Delete:
+			op = fdiff.Delete
+		case linediff.Insert:
+			op = fdiff.Add
+		}
+		fp.chunks = append(fp.chunks, lineChunk{ch.Text, op})
+	}
+	// go-git calls a text patch without chunks binary (an empty file
+	// added or removed): the same here, so the patch reads as before.
+	fp.binary = len(fp.chunks) == 0
+	f.Binary = fp.binary
+	return fp, f, res.Work, nil
+}
+
+// filePatches, filePatchOf, lineChunk and entryFile are go-git's diff
+// interfaces (plumbing/format/diff) over our line diff.
+type filePatches struct{ files []fdiff.FilePatch }
+
+func (p *filePatches) FilePatches() []fdiff.FilePatch { return p.files }
+func (p *filePatches) Message() string                { return "" }
+
+type filePatchOf struct {
+	from, to object.ChangeEntry
+	chunks   []fdiff.Chunk
+	binary   bool
+}
+
+func (f *filePatchOf) IsBinary() bool        { return f.binary }
+func (f *filePatchOf) Chunks() []fdiff.Chunk { return f.chunks }
+func (f *filePatchOf) Files() (from, to fdiff.File) {
+	if f.from.TreeEntry.Mode.IsFile() {
+		from = entryFile{f.from}
+	}
+	if f.to.TreeEntry.Mode.IsFile() {
+		to = entryFile{f.to}
+	}
+	return from, to
+}
+
+type lineChunk struct {
+	text string
+	op   fdiff.Operation
+}
+
+func (c lineChunk) Content() string       { return c.text }
+func (c lineChunk) Type() fdiff.Operation { return c.op }
+
+type entryFile struct{ ce object.ChangeEntry }
+
+func (e entryFile) Hash() plumbing.Hash     { return e.ce.TreeEntry.Hash }
+func (e entryFile) Mode() filemode.FileMode { return e.ce.TreeEntry.Mode }
+func (e entryFile) Path() string            { return e.ce.Name }
 
 var errLimit = errors.New("output limit reached")
 
@@ -289,6 +410,9 @@ type File struct {
 	// Added are the lines this part added (1-based), when its
 	// checkpoint changed the file.
 	Added []int `json:"added"`
+	// AddedTooLarge: the line diff that finds them ran out of its budget
+	// (replay/linediff), so none are marked.
+	AddedTooLarge bool `json:"added_too_large,omitempty"`
 	// ChangedAt are the parts whose checkpoints changed the file.
 	ChangedAt []int `json:"changed_at"`
 	// MoreChanges says ChangedAt was cut at maxChangedAt.
@@ -335,26 +459,31 @@ func (r *gitRepo) plainFile(commit, name string) (*File, error) {
 }
 
 // addedLines are the line numbers (1-based) of after's lines that are not
-// in before, line by line (go-git's diff).
-func addedLines(before, after string) []int {
+// in before, line by line (linediff, bounded); tooLarge when the diff ran
+// out of its budget or ctx ended (then none are marked).
+func addedLines(ctx context.Context, before, after string) (added []int, tooLarge bool) {
 	out := []int{}
+	res := linediff.Lines(ctx, before, after, 0)
+	if res.TooLarge {
+		return out, true
+	}
 	line := 1
-	for _, d := range diff.Do(before, after) {
-		n := strings.Count(d.Text, "\n")
-		if !strings.HasSuffix(d.Text, "\n") && d.Text != "" {
+	for _, c := range res.Chunks {
+		n := strings.Count(c.Text, "\n")
+		if !strings.HasSuffix(c.Text, "\n") && c.Text != "" {
 			n++
 		}
-		switch d.Type {
-		case diffmatchpatch.DiffInsert:
+		switch c.Op {
+		case linediff.Insert:
 			for i := 0; i < n; i++ {
 				out = append(out, line+i)
 			}
 			line += n
-		case diffmatchpatch.DiffEqual:
+		case linediff.Equal:
 			line += n
 		}
 	}
-	return out
+	return out, false
 }
 
 // cleanPath makes a slash path relative and free of "." and "..".

@@ -533,7 +533,7 @@ func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
 		if b, err := repo.plainFile(cp.CommitBefore, f.Path); err == nil && !b.Binary {
 			before = b.Text
 		}
-		f.Added = addedLines(before, f.Text)
+		f.Added, f.AddedTooLarge = addedLines(r.Context(), before, f.Text)
 	}
 	f.ChangedAt, f.MoreChanges, err = snap.changedAt(f.Path)
 	if err != nil {

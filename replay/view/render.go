@@ -1,13 +1,13 @@
 package view
 
 import (
+	"context"
 	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/go-git/go-git/v5/utils/diff"
-	"github.com/sergi/go-diff/diffmatchpatch"
+	"github.com/trajlab/traj/replay/linediff"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/sandbox/agent"
@@ -38,6 +38,9 @@ type ActionView struct {
 	Lines     [][]Token `json:"lines,omitempty"`
 	Text      string    `json:"text,omitempty"`
 	Truncated bool      `json:"truncated,omitempty"`
+	// TooLarge: an edit too large to diff within the budget, shown as
+	// its old lines removed and new lines added whole.
+	TooLarge bool `json:"too_large,omitempty"`
 }
 
 // DiffLine is one line of an edit's diff: op is "+", "-", " " or "@" (the
@@ -67,7 +70,9 @@ func actionView(a *agent.Action) *ActionView {
 				head += " (every occurrence)"
 			}
 			v.Diff = append(v.Diff, DiffLine{Op: "@", Text: head})
-			v.Diff = append(v.Diff, lineDiff(e.Old, e.New)...)
+			lines, tooLarge := lineDiff(e.Old, e.New)
+			v.Diff = append(v.Diff, lines...)
+			v.TooLarge = v.TooLarge || tooLarge
 			if len(v.Diff) > maxActionLines {
 				v.Diff, v.Truncated = v.Diff[:maxActionLines], true
 				break
@@ -87,23 +92,29 @@ func actionView(a *agent.Action) *ActionView {
 	return v
 }
 
-// lineDiff is old → new line by line (go-git's diff, by lines).
-func lineDiff(old, new string) []DiffLine {
+// lineDiff is old → new line by line (linediff, within a fifth of its
+// default budget: a part's view has no request to cancel it); tooLarge
+// when the budget ran out and the rest is shown removed and added whole.
+func lineDiff(old, new string) ([]DiffLine, bool) {
 	var out []DiffLine
-	for _, d := range diff.Do(old, new) {
+	res := linediff.Lines(context.Background(), old, new, linediff.DefaultBudget/5)
+	for _, d := range res.Chunks {
 		op := " "
-		switch d.Type {
-		case diffmatchpatch.DiffInsert:
+		switch d.Op {
+		case linediff.Insert:
 			op = "+"
-		case diffmatchpatch.DiffDelete:
+		case linediff.Delete:
 			op = "-"
 		}
 		text := strings.TrimSuffix(d.Text, "\n")
 		for _, l := range strings.Split(text, "\n") {
 			out = append(out, DiffLine{Op: op, Text: l})
+			if len(out) > maxActionLines {
+				return out, res.TooLarge
+			}
 		}
 	}
-	return out
+	return out, res.TooLarge
 }
 
 // maxCases bounds the cases listed for one run_tests call.

@@ -265,6 +265,10 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (_ model.Call,
 		return model.Call{}, false, false
 	}
 	c := s.calls[first]
+	if c.Cut > 0 {
+		s.st.Spent = fmt.Sprintf("recorded model call %d is a record line of %d bytes, over the %d a reader holds (model.MaxLineBytes): it was read with its strings cut and cannot be played", c.Seq, c.Cut, model.MaxLineBytes)
+		return model.Call{}, false, false
+	}
 	if c.ResponseTruncated {
 		s.st.Spent = fmt.Sprintf("recorded model call %d was kept truncated (over the gateway's size cap): it cannot be played", c.Seq)
 		return model.Call{}, false, false

@@ -92,13 +92,17 @@ func TestPlaybackRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name, model, want string
 		truncated         bool
+		cut               int64
 	}{
 		{name: "other model", model: "other", want: `no unplayed recorded call is one (0 of 1 played)`},
 		{name: "truncated", model: "gpt", truncated: true, want: "kept truncated"},
+		// A record line too long to hold (model.MaxLineBytes) was read
+		// with its strings cut.
+		{name: "line too long", model: "gpt", truncated: true, cut: 300 << 20, want: "is a record line of 314572800 bytes, over the"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := c
-			cc.ResponseTruncated = tc.truncated
+			cc.ResponseTruncated, cc.Cut = tc.truncated, tc.cut
 			var spent string
 			srv, err := New([]model.Call{cc}, Options{OnSpent: func(d string) { spent = d }})
 			if err != nil {

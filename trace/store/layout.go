@@ -23,6 +23,8 @@ import (
 //	trajectories/<id>/logs/run.json                the run state (run.json of the trajectory folder)
 //	trajectories/<id>/model_calls.jsonl            the model gateway's record, one call a line
 //	trajectories/<id>/tool_calls.jsonl             the tool gateway's record, one call a line
+//	trajectories/<id>/calls/<record>/<start %016d>-<end %016d>   bytes start..end of a call
+//	                                               record, uploaded at a turn end (CallChunkKey)
 //	trajectories/<id>/summary.json                 the report's row, written when the trajectory ends
 //	trajectories/<id>/rerun.json                   a rerun's comparison with its source (traj replay rerun)
 //	evalcache/<key>.json                           evaluation results by content
@@ -39,10 +41,12 @@ import (
 // part by part without re-uploading the growing trace; a reader rebuilds the
 // trace and the repository from them when the final objects are missing.
 // Chunk objects and their names are defined by package chunk. The call
-// records are whole objects, uploaded again at every turn end and at the
-// end (they hold a few hundred bytes a call, digests and not bodies, and a
-// turn holds many calls: a turn-end copy keeps one object a reader loads
-// as it is, where chunks would need reassembling for a file that is small).
+// records grow the same way: each turn end uploads the complete lines
+// written since the last one as a call chunk (calls/<record>/<start>-<end>),
+// so a turn end costs what the turn added, not the whole record (which at
+// 1,000,000 parts is hundreds of megabytes); the whole record is uploaded
+// once, at the end. LoadRecord reads the whole object, or the chunks put
+// back together while it is missing.
 // The trajectory folder holds the same names (run.json at its top).
 const (
 	TrajectoriesDir = "trajectories/"
@@ -109,6 +113,15 @@ func ModelCallsKey(id string) string { return TrajectoryPrefix(id) + ModelCallsN
 
 // ToolCallsKey is the tool gateway's record of trajectory id's calls.
 func ToolCallsKey(id string) string { return TrajectoryPrefix(id) + ToolCallsName }
+
+// CallsDir holds the call chunks of a trajectory's records.
+const CallsDir = "calls/"
+
+// CallChunkKey is the object holding bytes start..end (end excluded) of
+// record name (ModelCallsName or ToolCallsName) of trajectory id.
+func CallChunkKey(id, name string, start, end int64) string {
+	return TrajectoryPrefix(id) + CallsDir + name + "/" + fmt.Sprintf("%016d-%016d", start, end)
+}
 
 // RunStateKey is trajectory id's run.json in the store, among its logs (the
 // trajectory folder keeps it at its top).

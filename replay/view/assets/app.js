@@ -652,7 +652,8 @@
       if (a.kind === "edit") {
         const pre = el("pre", { class: "diff", id: "action-diff" });
         for (const l of a.diff || []) pre.appendChild(el("span", { class: l.op === "+" ? "add" : l.op === "-" ? "del" : l.op === "@" ? "hunk" : "ctx" }, l.op === "@" ? "@@ " + l.text + " @@" : l.op + l.text));
-        add(box, el("h2", {}, "Edit ", el("span", { class: "mono" }, a.path || "?")), pre, a.truncated ? el("p", { class: "warn" }, "diff clipped") : null);
+        add(box, el("h2", {}, "Edit ", el("span", { class: "mono" }, a.path || "?")), pre, a.truncated ? el("p", { class: "warn" }, "diff clipped") : null,
+          a.too_large ? el("p", { class: "warn" }, "too large to diff: shown as the old lines removed and the new added") : null);
       } else if (a.kind === "write") {
         add(box, el("h2", {}, "Wrote ", el("span", { class: "mono" }, a.path || "?")), codeBlock({ lines: a.lines, text: a.text || "" }, "action-file"), a.truncated ? el("p", { class: "warn" }, "file clipped") : null);
       } else if (a.kind === "command") {
@@ -739,7 +740,8 @@
       clear(body);
       if (d.none) { add(body, el("p", { class: "muted", id: "no-diff" }, "Part " + n + ": " + d.none + ".")); return; }
       add(body, el("h2", {}, "Part " + n + " diff"), el("div", { class: "muted mono" }, d.before.substring(0, 12) + " → " + d.after.substring(0, 12)),
-        el("ul", { class: "files" }, d.files.map((f) => el("li", { class: "diff-file" }, el("span", { class: "badge" }, f.status), " ", f.from ? f.from + " → " : "", f.path, f.binary ? " (binary)" : ""))));
+        el("ul", { class: "files" }, d.files.map((f) => el("li", { class: "diff-file" }, el("span", { class: "badge" }, f.status), " ", f.from ? f.from + " → " : "", f.path, f.binary ? " (binary)" : "", f.too_large ? el("span", { class: "warn too-large" }, " (too large to diff)") : null))));
+      if (d.too_large) add(body, el("p", { class: "warn", id: "too-large" }, "Some files are too large to diff: their changes are not shown line by line (the diff's work is bounded, as git's is)."));
       const pre = el("pre", { class: "diff", id: "patch" });
       const lines = d.patch.split("\n");
       const LIMIT = 4000;
@@ -809,7 +811,8 @@
         const f = d.file;
         const here = f.changed_at.indexOf(n) >= 0;
         add(pane, el("div", { class: "mono file-name" }, f.path), el("div", { class: "muted" }, num(f.size) + " bytes" + (f.truncated ? " (first 1 MB shown)" : "") +
-            (f.added.length ? " · " + f.added.length + (f.added.length === 1 ? " line" : " lines") + " added at this part (marked)" : "")),
+            (f.added.length ? " · " + f.added.length + (f.added.length === 1 ? " line" : " lines") + " added at this part (marked)" : "") +
+            (f.added_too_large ? " · too large to diff: added lines not marked" : "")),
           el("div", { class: "changed-at", id: "changed-at" }, "changed at parts: ", f.changed_at.length ? f.changed_at.map((p, i) => [i ? ", " : "", p === n ? el("b", {}, p) : el("a", { "data-part": p, onclick: () => { st.tab = "code"; st.codeFile = path; jump(p); } }, p)]) : "none recorded",
             f.more_changes ? " …" : "", here ? null : el("span", { class: "muted" }, " (not at this part)")),
           f.binary ? el("p", { class: "muted" }, "Binary file.") : codeBlock(f));

@@ -49,6 +49,10 @@ type Call struct {
 	// Response is the body as received, verbatim (SSE text or JSON).
 	Response          string `json:"response"`
 	ResponseTruncated bool   `json:"response_truncated,omitempty"`
+	// Cut is set by a reader, never recorded: the bytes of a line longer
+	// than MaxLineBytes, read streaming with its strings cut (see
+	// ScanRecord).
+	Cut int64 `json:"-"`
 }
 
 // Digest names a request body without storing it.
@@ -98,17 +102,68 @@ func ReadRecord(path string, fn func(Call) error) (Totals, error) {
 	return ScanRecord(f, fn)
 }
 
+// MaxLineBytes is the longest record line a reader decodes whole. A
+// longer line is streamed: every string value in it is cut to its first
+// MaxCutString bytes as it is read, and the call comes out with
+// ResponseTruncated and Cut set (playback refuses to play it, saying
+// why), so no reader holds the line: a 300 MB line took `traj replay
+// rerun` to 4.25 GB. A model's response is kilobytes to a few megabytes
+// (128k output tokens are about 0.5 MB of text, its SSE framing a few
+// times that); the gateway's own cap (MaxResponseBytes, 64 MiB) is a
+// backstop, not a size seen. Reading a line costs about four times its
+// length at the peak (buffer growth, the decoded copy, the collector's
+// slack), so this bounds a reader's memory to about 130 MB.
+const MaxLineBytes = 32 << 20
+
+// MaxCutString is how much of each string value of a streamed line is
+// kept.
+const MaxCutString = 64 << 10
+
 // ScanRecord adds up a record read from r. A torn last line (the process
-// died mid-write) is ignored; any other bad line is an error.
+// died mid-write) is ignored; any other bad line is an error. Lines longer
+// than MaxLineBytes are streamed (see MaxLineBytes).
 func ScanRecord(r io.Reader, fn func(Call) error) (Totals, error) {
+	return scanRecord(r, fn, MaxLineBytes)
+}
+
+func scanRecord(r io.Reader, fn func(Call) error, maxLine int) (Totals, error) {
 	var t Totals
-	br := bufio.NewReader(r)
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(b) > 0 && b[len(b)-1] == '\n' {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for n := 1; ; n++ {
+		line = line[:0]
+		var cut *cutter
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			if cut != nil {
+				cut.write(chunk)
+			} else if len(line)+len(chunk) > maxLine {
+				cut = &cutter{}
+				cut.write(line)
+				cut.write(chunk)
+				line = nil // the long line's bytes are not kept
+			} else {
+				line = append(line, chunk...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		whole := (cut == nil && len(line) > 0 && line[len(line)-1] == '\n') || (cut != nil && cut.ended)
+		if whole {
 			var c Call
+			b := line
+			if cut != nil {
+				b = cut.out.Bytes()
+			}
 			if jerr := json.Unmarshal(b, &c); jerr != nil {
-				return t, fmt.Errorf("model-call record line %d: %w", line, jerr)
+				return t, fmt.Errorf("model-call record line %d: %w", n, jerr)
+			}
+			if cut != nil {
+				c.Cut = cut.in
+				c.ResponseTruncated = c.ResponseTruncated || cut.cut > 0
 			}
 			t.add(c)
 			if fn != nil {
@@ -123,5 +178,62 @@ func ScanRecord(r io.Reader, fn func(Call) error) (Totals, error) {
 		if err != nil {
 			return t, fmt.Errorf("read model-call record: %w", err)
 		}
+		if cut != nil {
+			line = make([]byte, 0, 4096)
+		}
+	}
+}
+
+// cutter copies a JSON line with every string value cut to its first
+// MaxCutString bytes, at a boundary that leaves the JSON valid (never
+// inside an escape).
+type cutter struct {
+	out     bytes.Buffer
+	in      int64 // bytes of the line read
+	cut     int64 // bytes left out
+	inStr   bool
+	esc     int // bytes of an escape still to come
+	strLen  int // bytes of the current string kept
+	cutting bool
+	ended   bool
+}
+
+func (c *cutter) write(p []byte) {
+	c.in += int64(len(p))
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		if !c.inStr {
+			c.out.WriteByte(b)
+			switch b {
+			case '"':
+				c.inStr, c.strLen, c.cutting, c.esc = true, 0, false, 0
+			case '\n':
+				c.ended = true
+			}
+			continue
+		}
+		switch {
+		case c.esc > 0:
+			c.esc--
+			if b == 'u' && c.esc == 0 {
+				c.esc = 4 // the escape was \u: four hex digits follow
+			}
+		case b == '\\':
+			c.esc = 1
+		case b == '"':
+			c.inStr = false
+			c.out.WriteByte(b)
+			continue
+		default:
+			if c.strLen >= MaxCutString {
+				c.cutting = true
+			}
+		}
+		if c.cutting {
+			c.cut++
+			continue
+		}
+		c.out.WriteByte(b)
+		c.strLen++
 	}
 }
