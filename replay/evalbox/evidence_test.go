@@ -32,6 +32,11 @@ import (
 //   - three evaluations of one artifact give equal results, case by case;
 //   - the gcc wrapper passes every case but the invalid programs gcc
 //     accepts (what it passed before the nonces).
+//
+// Measured on the full public suites (bwrap): the shapes compiler with
+// its exit-0 fallback scores basics 6, wacct 39, c_testsuite 11, torture
+// 0 (torture's 1,493 fixed-like), its refusing twin 6, 80, 11, 0; with
+// version 3's controls the fallback scored torture 1,496 of 1,496.
 
 // shapesBuild is the shapes compiler; fallback "exit0" or "refuse".
 func shapesBuild(t testing.TB, fallback string) string {
