@@ -32,6 +32,16 @@ import (
 //   - three evaluations of one artifact give equal results, case by case;
 //   - the gcc wrapper passes every case but the invalid programs gcc
 //     accepts (what it passed before the nonces).
+//
+// Measured on the full public suites (bwrap): the shapes compiler with
+// its exit-0 fallback scores basics 6, wacct 39, c_testsuite 11, torture
+// 0 (torture's 1,493 fixed-like), its refusing twin 6, 80, 11, 0; with
+// version 3's controls the fallback scored torture 1,496 of 1,496. The
+// half compiler with exit 0 / refusing / gcc: basics 42/42/68, wacct
+// 455/635/1,163 (of 1,274), c_testsuite 121/122/220, torture
+// 756/758/1,496 (the refusing twin keeps the unguarded cases in its gcc
+// half, the exit-0 one does not: its guarded cases are fixed-like);
+// version 3 voided it to 0 on every suite.
 
 // shapesBuild is the shapes compiler; fallback "exit0" or "refuse".
 func shapesBuild(t testing.TB, fallback string) string {
@@ -177,10 +187,15 @@ func TestHalfCompilerKeepsItsHonestPasses(t *testing.T) {
 				}
 				kept += refuse[i].Passed
 				full += gcc[i].Passed
-				// The gcc wrapper: every case but an invalid program gcc
-				// accepts.
+				// The gcc wrapper: every program it builds behaves, nonce
+				// included; it fails only what gcc refuses as written (a
+				// few wacct cases that need an assembly file or a helper
+				// loaded as a case: TestNonceKeepsMeaning checks the
+				// rewrite never makes gcc refuse) and the invalid programs
+				// it accepts.
 				for _, c := range gcc[i].Cases {
-					if !c.Passed && !strings.Contains(c.Error, "accepted an invalid program") {
+					refused := c.Phase == environment.PhaseCompile && strings.HasPrefix(c.Error, "compile exited")
+					if !c.Passed && !refused && !strings.Contains(c.Error, "accepted an invalid program") {
 						t.Errorf("gcc wrapper fails %s: %s", c.Name, c.Error)
 					}
 				}
