@@ -231,6 +231,15 @@ func (r *Redactor) Part(p *trace.Part) {
 		})
 		return g, gs.changed
 	})
+	if p.ModelCall != nil {
+		c := *p.ModelCall
+		cs := &scrub{r: r}
+		cs.str(&c.Model)
+		cs.str(&c.Join)
+		if cs.changed {
+			p.ModelCall = &c
+		}
+	}
 	if p.RepoCheckpoint != nil {
 		c := *p.RepoCheckpoint
 		cs := &scrub{r: r}
