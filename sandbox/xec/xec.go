@@ -4,9 +4,9 @@
 // one log file, and Stop sends SIGTERM to the whole group, waits a grace
 // period, then sends SIGKILL, so grandchildren (a shell's sleep, an MCP
 // server OpenCode spawned) go too. A service with a Guard (bwrap) runs
-// behind traj's binary instead of with Pdeathsig: a subreaper that ends
-// its whole tree when traj is gone (guard.go says why Pdeathsig is not
-// enough there). Short commands (a build, a compiler, a test program) are
+// behind the sandbox helper (cmd/traj-sandbox) as its guard instead of
+// with Pdeathsig: a subreaper that ends its whole tree when traj is gone
+// (guard.go says why Pdeathsig is not enough there). Short commands (a build, a compiler, a test program) are
 // Run: output captured up to a cap, the group killed at a timeout.
 package xec
 
