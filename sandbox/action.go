@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,8 +36,8 @@ type Action struct {
 // Actions runs Actions, each in a fresh sandbox: its own PID namespace
 // (bwrap) or container, so no process it starts outlives it, and no
 // action sees another's files unless both are given the same Mount. All
-// actions of one Actions share its limits (one cgroup, bwrap) and its
-// hidden files.
+// actions of one Actions share its limits (one cgroup, bwrap) and, with
+// DenyCCompiler, its compilers shown empty (deny.go).
 type Actions struct {
 	provider string
 	opts     ActionOptions
@@ -63,10 +62,6 @@ type ActionOptions struct {
 	// Limits bound all actions together (bwrap: one cgroup where traj may
 	// make one) or each (container).
 	Limits Limits
-	// Hide lists host files shown as empty (/dev/null) in every action:
-	// gcc's C front ends for a task that denies the C compiler (bwrap
-	// only: the container's toolchain is the image's).
-	Hide []string
 	// DenyCCompiler takes the C compiler out of every action (deny.go):
 	// the compilers shown empty, every writable place noexec, memfd_create
 	// refused. bwrap needs root for it (a noexec tmpfs).
@@ -98,9 +93,6 @@ func NewActions(ctx context.Context, provider string, o ActionOptions) (*Actions
 			a.cg, a.cgErr = newCgroup("traj-actions-"+randomSuffix(), o.Limits)
 		}
 	case ProviderContainer:
-		if len(o.Hide) > 0 {
-			return nil, errors.New("container actions: hiding host files needs bwrap (the container's toolchain is its image's; DenyCCompiler hides the image's)")
-		}
 		e, _, err := FindEngine(ctx, o.Engine)
 		if err != nil {
 			return nil, fmt.Errorf("container actions: %w", err)
@@ -161,9 +153,6 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 		args = append(args, extra...)
 	} else {
 		args = append(args, bwrapMounts(act.Mounts)...)
-	}
-	for _, h := range a.opts.Hide {
-		args = append(args, "--ro-bind", os.DevNull, h)
 	}
 	args = append(args, "--remount-ro", "/", "--chdir", act.Dir, "--", act.Path)
 	args = append(args, act.Args...)

@@ -141,7 +141,7 @@ func (b *Bwrap) launch(ctx context.Context, spec ServiceSpec, args []string) (Se
 		path = "/bin/sh"
 		args = append([]string{"-c", joinScript(b.cg.procsFiles()), "sh", b.bin}, args...)
 	}
-	// The guard (traj's binary, outside the sandbox) ends bwrap's whole
+	// The guard (the sandbox helper, outside the sandbox) ends bwrap's whole
 	// tree when bwrap or traj dies: bwrap arms --die-with-parent in the
 	// namespace's init only after its setup, and until then a dead outer
 	// bwrap leaves that init blocked for good (xec/guard.go).

@@ -1,8 +1,10 @@
 // Package sandbox is where an agent runs: a workspace (a git repository
 // with an initial empty commit) and the supervised services a trajectory
-// needs (the OpenCode server with the tools it starts). Three providers
-// implement one interface, Sandbox; New picks one by name and Default
-// picks bwrap where it works, else container, and never local.
+// needs (the harness: OpenCode's server with the tools it starts, or a
+// CLI harness's process per turn). Three providers implement one
+// interface, Sandbox; New picks one by name and Default picks bwrap where
+// it works, else container, and never local. Evaluations run in Actions
+// instead: a fresh sandbox per action (action.go).
 //
 // # What each provider enforces
 //
@@ -32,8 +34,8 @@
 // # Reaching services
 //
 // Isolated sandboxes share no network with traj (unless NetworkFull), so
-// traj's binary runs inside as a relay in front of each service (see
-// sandbox/relay): DialContext reaches a port on the sandbox's loopback
+// the sandbox helper (cmd/traj-sandbox) runs inside as a relay in front
+// of each service (see sandbox/relay): DialContext reaches a port on the sandbox's loopback
 // through a Unix socket in the sandbox folder, and Expose turns that into
 // a host loopback address for HTTP clients. Under NetworkGateways the
 // relay also listens inside on each gateway address and forwards to traj,
@@ -44,7 +46,7 @@
 // Every service ends with traj, also on SIGKILL. The relay inside ends
 // its service when traj's lifeline socket closes (a container engine
 // keeps a container running without its client). Each bwrap runs behind
-// a guard (sandbox/xec/guard.go): bubblewrap arms --die-with-parent in
+// a guard, the sandbox helper outside the sandbox (sandbox/xec/guard.go): bubblewrap arms --die-with-parent in
 // the namespace's init only after its setup, and a traj killed before
 // that left the init blocked for good in half of the measured kills; the
 // guard, a subreaper holding traj's lifeline pipe, kills the whole tree
@@ -62,7 +64,8 @@
 // agent's sandbox (never the test suites: run_tests runs behind the tool
 // gateway). Evaluations use Actions (action.go): a fresh sandbox per
 // build, compile or program, showing only the mounts given for it
-// (replay/evalbox decides them; never a fixture).
+// (replay/evalbox decides which; never a fixture) and, for a task that
+// denies the C compiler, what deny.go changes (next section).
 //
 // # A task that denies the C compiler
 //

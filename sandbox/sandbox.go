@@ -126,7 +126,8 @@ type Options struct {
 	// workspace is the orchestrator's checkpoint history, outside it.
 	Workspace string
 	// Mounts are the other host paths the sandbox shows (the harness
-	// binary, its config read-only, its state folders, traj's binary).
+	// binary, its config read-only, its state folders); the sandbox
+	// helper (Helper) is shown by the provider itself.
 	// Nothing else of the host is visible in bwrap and container.
 	Mounts []Mount
 	// Limits for all processes of the sandbox together.

@@ -137,12 +137,17 @@ type Part struct {
 	// SessionID is the session the part belongs to: the root or a
 	// descendant (sub-agent) session (traj).
 	SessionID string `json:"session_id,omitempty"`
-	// PartID and PartType are the server's id and type for the part (traj).
+	// PartID is the harness's id for the part and PartType its kind in
+	// the agent port's words (text, reasoning, tool, patch) (traj).
 	PartID   string `json:"part_id,omitempty"`
 	PartType string `json:"part_type,omitempty"`
 	// Tool is the tool name for tool parts (traj).
 	Tool string `json:"tool,omitempty"`
-	// Content is the completed agent part exactly as the server sent it (traj).
+	// Content is the completed part as its harness sent it, secrets
+	// redacted (traj): one object, or a JSON array of its objects in order
+	// when the part is built from several (a CLI harness's tool call and
+	// its result). Only the harness's reader decodes it
+	// (sandbox/harness.Reader).
 	Content json.RawMessage `json:"content,omitempty"`
 	// OtherParts are uncounted parts (step-start, step-finish, user parts,
 	// …) completed since the previous counted part, verbatim (traj).

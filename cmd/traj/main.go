@@ -1,7 +1,3 @@
-// Command traj runs coding-agent trajectories, records every agent part into
-// one trace, checkpoints the workspace in git, and replays trajectories
-// offline. This package parses flags and wires packages together; the logic
-// lives in orchestrator, replay, sandbox, environment and trace.
 package main
 
 import (

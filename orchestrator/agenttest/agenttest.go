@@ -1,8 +1,9 @@
 // Package agenttest is an in-memory harness behind the agent port, for
-// tests and benchmarks of the orchestrator's loop: it plays scripted turns
-// of normalized events (package sandbox/agent) without running a real
-// harness. It is a test double for the port, not a model of any harness;
-// the end-to-end tests run the real OpenCode.
+// tests and benchmarks of the recording engine's turn loop (package
+// orchestrator/engine): it plays scripted turns of normalized events
+// (package sandbox/agent) without running a real harness. It is a test
+// double for the port, not a model of any harness; the end-to-end tests
+// run the real harnesses (OpenCode, Claude Code, Codex).
 package agenttest
 
 import (

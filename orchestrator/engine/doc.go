@@ -54,5 +54,19 @@
 // no harness's JSON. Package orchestrator/agenttest plays scripted turns of
 // normalized events for fast tests of ordering, budget and end reasons and
 // for the 10,000-part benchmark; the end-to-end tests (package
-// orchestrator) run the real OpenCode with the scripted model.
+// orchestrator) run the real harnesses with the scripted model.
+//
+// # Deferred checkpoints
+//
+// A tool part recorded while other tool calls of its model response are
+// still open takes no checkpoint (repo_checkpoint.deferred): the harness
+// runs them side by side, so the changes land in the last one's
+// checkpoint whichever finished first, and a rerun's checkpoints equal
+// its source's (capture.toolBeside). A harness can report a response's
+// second tool call only after the first completed (a fast rerun; Codex
+// always), so the model gateway also tells the loop each response's tool
+// call ids (model.Options.OnResponse -> ResponseTools) and the loop
+// defers while calls of the part's response are not recorded: by call
+// id, or by count for Codex, whose parts do not carry the model's ids
+// (harness.Harness.LateToolEvents, LoopConfig.CountTools).
 package engine

@@ -1,6 +1,10 @@
-// Package evalbox evaluates untrusted trees: it is the one place that
-// assembles an evaluation's sandboxes (ground truth, run_tests and
-// `traj replay evaluate` all come here).
+// Package evalbox evaluates untrusted trees (ground truth, run_tests and
+// `traj replay evaluate` all come here): it decides what each action of
+// an evaluation is shown (actions, below). The room an action runs in is
+// package sandbox's: sandbox.Actions (action.go) makes it, and for a task
+// that denies the C compiler sandbox/deny.go decides what every action
+// gets beyond those mounts (compilers shown empty, writable places
+// noexec, memfd_create refused).
 //
 // The evaluator is trusted code and runs in traj, on the host: the
 // environment (environment/ccompiler) enumerates the cases, holds their
@@ -12,7 +16,9 @@
 //
 //   - the build: the exported tree (a copy, read-write at /workspace), no
 //     test file, no fixture; `bash build.sh`.
-//   - each case's compile: the built tree read-only at /workspace, and
+//   - each case's compile: the built tree read-only at /workspace (for a
+//     task that declares its build's artifacts, a folder holding only
+//     them: artifacts.go, evaluateArtifacts), and
 //     the case's private folder read-write at /case holding that case's
 //     sources only (basics' `// expect:` lines removed); `/workspace/cc
 //     /case/x.c -o /case/prog`. What the compile left is read on the
@@ -23,8 +29,8 @@
 // sandbox. Every action has its own PID namespace (bwrap) or container,
 // so a process it leaves behind (a setsid daemon of build.sh) dies with
 // it, before the next action starts; one case's actions never see
-// another case's folder. deny_c_compiler hides gcc's C front ends in
-// every action (bwrap: the host's /usr is what it shows).
+// another case's folder. deny_c_compiler needs bwrap or container
+// (CheckProvider); what it takes out of every action: sandbox/deny.go.
 //
 // --sandbox local (trusted trees only) runs the same actions on the host
 // (environment.Host).
@@ -153,8 +159,9 @@ func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(),
 }
 
 // DenyCCompilerVersion marks an environment version whose evaluations
-// hide the C front ends: results differ, so the cache key must too, and
-// a trace recording it tells replay evaluate to do the same.
+// take the C compiler out (sandbox/deny.go): results differ, so the
+// cache key must too, and a trace recording it tells replay evaluate to
+// do the same.
 const DenyCCompilerVersion = "+deny-c-compiler"
 
 // CheckProvider says whether provider can run evaluations with the C

@@ -42,11 +42,11 @@ type atifAgent struct {
 	Extra     map[string]any `json:"extra,omitempty"`
 }
 
-// atifEntry is one element of ATIF's "steps" array. StepID must stay the
+// atifEntry is one element of ATIF's "steps" array. EntryID must stay the
 // first field: spilled sub-agent entries are renumbered by rewriting their
 // leading {"step_id":0,.
 type atifEntry struct {
-	StepID           int              `json:"step_id"`
+	EntryID          int              `json:"step_id"`
 	Timestamp        string           `json:"timestamp,omitempty"`
 	Source           string           `json:"source"`
 	ModelName        string           `json:"model_name,omitempty"`
@@ -108,7 +108,7 @@ type atifFinalMetrics struct {
 	TotalCompletionTokens *int64         `json:"total_completion_tokens,omitempty"`
 	TotalCachedTokens     *int64         `json:"total_cached_tokens,omitempty"`
 	TotalCostUSD          *float64       `json:"total_cost_usd,omitempty"`
-	TotalSteps            int            `json:"total_steps"`
+	TotalEntries          int            `json:"total_steps"`
 	Extra                 map[string]any `json:"extra,omitempty"`
 }
 
@@ -558,7 +558,7 @@ func (e *atifExport) writeRoot(ent *atifEntry) error {
 		return err
 	}
 	e.rootN++
-	ent.StepID = e.rootN
+	ent.EntryID = e.rootN
 	b, err := ent.marshal()
 	if err != nil {
 		return err
@@ -612,7 +612,7 @@ func (e *atifExport) spill(c *atifChild, ent *atifEntry) error {
 		}
 		c.f, c.w = f, bufio.NewWriter(f)
 	}
-	ent.StepID = 0
+	ent.EntryID = 0
 	b, err := ent.marshal()
 	if err != nil {
 		return err
@@ -644,7 +644,7 @@ func (e *atifExport) finish() error {
 	if _, err := e.out.WriteString("\n]"); err != nil {
 		return err
 	}
-	fm := atifFinalMetrics{TotalSteps: e.rootN}
+	fm := atifFinalMetrics{TotalEntries: e.rootN}
 	if t := e.usage.Tokens(); t != nil {
 		m := metricsOf(*t, nil)
 		fm.TotalPromptTokens, fm.TotalCompletionTokens, fm.TotalCachedTokens = &m.PromptTokens, &m.CompletionTokens, &m.CachedTokens
@@ -756,7 +756,7 @@ func (e *atifExport) writeChild(c *atifChild) error {
 	n := 0
 	write := func(ent *atifEntry) error {
 		n++
-		ent.StepID = n
+		ent.EntryID = n
 		b, err := json.Marshal(ent)
 		if err != nil {
 			return err
@@ -815,7 +815,7 @@ func (e *atifExport) writeChild(c *atifChild) error {
 	if _, err := e.out.WriteString("\n]"); err != nil {
 		return err
 	}
-	fm := atifFinalMetrics{TotalSteps: n}
+	fm := atifFinalMetrics{TotalEntries: n}
 	if c.hasUsage {
 		m := metricsOf(c.tokens, nil)
 		cost := c.cost

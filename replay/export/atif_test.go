@@ -72,8 +72,8 @@ type atifDoc struct {
 		} `json:"extra"`
 	} `json:"steps"`
 	Final struct {
-		TotalSteps int `json:"total_steps"`
-		Extra      struct {
+		TotalEntries int `json:"total_steps"`
+		Extra        struct {
 			Tokens trace.Tokens `json:"traj_tokens"`
 		} `json:"extra"`
 		Cost float64 `json:"total_cost_usd"`
@@ -164,8 +164,8 @@ func TestATIFDemo(t *testing.T) {
 	if want := *u.Cost(); abs(cost-want) > 1e-9 || abs(doc.Final.Cost-want) > 1e-9 {
 		t.Errorf("entries' cost %v, final_metrics %v, trace total %v", cost, doc.Final.Cost, want)
 	}
-	if doc.Final.TotalSteps != len(doc.Entries) {
-		t.Errorf("total_steps %d, entries %d", doc.Final.TotalSteps, len(doc.Entries))
+	if doc.Final.TotalEntries != len(doc.Entries) {
+		t.Errorf("total_steps %d, entries %d", doc.Final.TotalEntries, len(doc.Entries))
 	}
 	// The demo's one sub-agent (the task that writes README.md) is
 	// embedded and referenced from the root's task call.

@@ -46,9 +46,9 @@ type atifDoc struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	} `json:"agent"`
-	Steps []map[string]json.RawMessage `json:"steps"`
-	Final *struct {
-		TotalSteps *int `json:"total_steps"`
+	Entries []map[string]json.RawMessage `json:"steps"`
+	Final   *struct {
+		TotalEntries *int `json:"total_steps"`
 	} `json:"final_metrics"`
 	Notes                string    `json:"notes"`
 	SubagentTrajectories []atifDoc `json:"subagent_trajectories"`
@@ -65,7 +65,7 @@ func checkDoc(d *atifDoc, path string, embedded bool, probs *[]string) {
 	if embedded && (d.TrajectoryID == nil || *d.TrajectoryID == "") {
 		bad(path+".trajectory_id", "required on an embedded sub-agent trajectory")
 	}
-	if len(d.Steps) == 0 {
+	if len(d.Entries) == 0 {
 		bad(path+"."+atifEntries, "empty; at least one entry is required")
 	}
 	agentOnly := []string{"model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics"}
@@ -81,7 +81,7 @@ func checkDoc(d *atifDoc, path string, embedded bool, probs *[]string) {
 		}
 		checkDoc(sub, sp, true, probs)
 	}
-	for i, st := range d.Steps {
+	for i, st := range d.Entries {
 		p := fmt.Sprintf("%s.%s[%d]", path, atifEntries, i)
 		var id int
 		if json.Unmarshal(st["step_id"], &id) != nil || id != i+1 {
@@ -174,7 +174,7 @@ func checkDoc(d *atifDoc, path string, embedded bool, probs *[]string) {
 			}
 		}
 	}
-	if d.Final != nil && d.Final.TotalSteps != nil && *d.Final.TotalSteps != len(d.Steps) && d.Notes == "" {
-		bad(path+".final_metrics.total_steps", "%d, but the document has %d entries and no notes say why", *d.Final.TotalSteps, len(d.Steps))
+	if d.Final != nil && d.Final.TotalEntries != nil && *d.Final.TotalEntries != len(d.Entries) && d.Notes == "" {
+		bad(path+".final_metrics.total_steps", "%d, but the document has %d entries and no notes say why", *d.Final.TotalEntries, len(d.Entries))
 	}
 }

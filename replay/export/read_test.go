@@ -299,12 +299,12 @@ func TestMarshalPartExtra(t *testing.T) {
 	}
 	for _, sid := range []string{"ses_root", `a"<b>`, ""} {
 		traj := map[string]any{"message_id": "m", "session_id": sid, "metrics_source": "x"}
-		ent := atifEntry{StepID: 3, Source: "agent", Message: `he said "parts":0,"session_id":`, traj: traj, parts: all}
+		ent := atifEntry{EntryID: 3, Source: "agent", Message: `he said "parts":0,"session_id":`, traj: traj, parts: all}
 		got, err := ent.marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain := atifEntry{StepID: 3, Source: "agent", Message: ent.Message,
+		plain := atifEntry{EntryID: 3, Source: "agent", Message: ent.Message,
 			Extra: map[string]any{"traj": map[string]any{"message_id": "m", "session_id": sid, "metrics_source": "x", "parts": want}}}
 		exp, err := json.Marshal(plain)
 		if err != nil {

@@ -60,7 +60,7 @@
 // read-only folder in isolated sandboxes; with the local provider the
 // server's HOME is a fresh folder of traj's at each start.
 //
-// # Lifecycle
+// # Start and stop
 //
 // Start runs `opencode serve --hostname 127.0.0.1 --port 0 --print-logs`
 // in the workspace, logging to <trajectory>/logs/opencode.log, reads the

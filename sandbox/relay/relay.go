@@ -3,8 +3,8 @@
 // mounts (a Unix socket works across network namespaces; a TCP port on
 // the sandbox's loopback does not).
 //
-// Inside the sandbox, traj's binary runs as `traj sandbox-relay` (Main)
-// in front of each service:
+// Inside the sandbox, the sandbox helper runs as `traj-sandbox
+// sandbox-relay` (Main) in front of each service:
 //
 //   - it listens on the in-socket; a client (traj, outside) writes
 //     "PORT\n", the relay connects to 127.0.0.1:PORT inside the sandbox and

@@ -24,8 +24,8 @@ package xec
 // passed on to the command. The guard has no Pdeathsig of its own: a
 // SIGKILL would leave it no time to clean up; EOF is its signal.
 
-// GuardCommand is the name under which traj's binary runs as a guard
-// (hidden: only Start runs it).
+// GuardCommand is the name under which the sandbox helper (and traj,
+// hidden) runs as a guard: only Start runs it.
 const GuardCommand = "sandbox-guard"
 
 // guardFD is the guard's lifeline: the first of Cmd.ExtraFiles.

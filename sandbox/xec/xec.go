@@ -4,10 +4,21 @@
 // one log file, and Stop sends SIGTERM to the whole group, waits a grace
 // period, then sends SIGKILL, so grandchildren (a shell's sleep, an MCP
 // server OpenCode spawned) go too. A service with a Guard (bwrap) runs
-// behind traj's binary instead of with Pdeathsig: a subreaper that ends
-// its whole tree when traj is gone (guard.go says why Pdeathsig is not
-// enough there). Short commands (a build, a compiler, a test program) are
-// Run: output captured up to a cap, the group killed at a timeout.
+// behind the sandbox helper (cmd/traj-sandbox) as its guard instead of
+// with Pdeathsig: a subreaper that ends its whole tree when traj is gone
+// (guard.go says why Pdeathsig is not enough there). Short commands (a
+// build, a compiler, a test program) are Run: output captured up to a
+// cap, the group killed at a timeout.
+//
+// Run also serves the bwrap probe, the container engine's commands
+// (image.Engine.Run; Command.Output streams a build's progress), a
+// harness's --version, Slurm's commands and `traj run --help`. GroupAttr
+// is the one place a child's process group and Pdeathsig are set, except
+// a guarded service's (Spec.Guard). Two children start outside this
+// package, each saying why: sandbox/relay (the command inherits the
+// relay's stdio inside the sandbox) and orchestrator/experiment/runner.go
+// (a `traj run` read as a live event stream and stopped by SIGTERM alone;
+// it still takes GroupAttr). Tests and test helpers may use os/exec.
 package xec
 
 import (

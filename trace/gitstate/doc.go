@@ -29,6 +29,15 @@
 // last. A crash between those leaves a stale index, which the next
 // checkpoint repairs by rehashing.
 //
+// Everything a checkpoint reads under the workspace (the agent's .git
+// HEAD too) is opened with openat2 beneath the workspace root, following
+// no symlink (beneath.go; without openat2, a component at a time with
+// O_NOFOLLOW): an agent, or a daemon it left, that swaps a file or folder
+// for a symlink to the host between the walk and the read gets that path
+// skipped for this checkpoint and the symlink itself recorded by the
+// next, never the host's bytes (TestReadsStayInWorkspace; plain opens
+// stored a host file and a host symlink's target).
+//
 // What a checkpoint records:
 //   - regular files (mode 100644, or 100755 when the owner exec bit is set)
 //     and symbolic links (mode 120000, the link target as content);
@@ -84,4 +93,32 @@
 // (store.HistoryBundleKey names it), and at the end one full bundle. If the full
 // bundle is missing, CloneFromBundles rebuilds the repository from the
 // incremental ones in order.
+//
+// # Measured
+//
+// A checkpoint after a one-file change at 300/3,000/30,000 files
+// (BenchmarkCheckpoint, quiet machine, 2026-11-26): 10/16-17/97-99 ms vs
+// `git add -A && git commit` 15-20/27-28/128-148 ms; it hashes 1 file
+// (hashed/op: the stat cache works). Before, 10-12/26-30/190-200 ms: the
+// walk (readdir, lstat every file: the floor git pays too) was two thirds
+// of it and re-encoding every folder's tree a sixth. Now walk.go reads
+// folders in parallel (2x GOMAXPROCS, at most 16) and lstats each file
+// relative to its open folder (fstatat), 116 -> 63-73 ms at 30,000; a scan
+// re-encodes only the folders on the way to a change (cachedTree: each
+// folder's tree with the index entries it came from; a folder reused whole
+// carries the folders beneath it, TestTreeCacheKeepsEveryFolder;
+// TestTreeCacheMatchesGit checks every tree against git's write-tree).
+// With one open workspace root per scan (beneath.go): 11-14 ms at 3,000
+// files vs git's 22-25, 81-87 ms at 30,000 vs 128-135. The bench's git
+// repository has gc.auto=0 (the first commit of 30,000 files otherwise
+// starts a background gc that runs into the next measurement). A
+// repo.bundle of 501 checkpoints: 1.01x the bytes of `git bundle create
+// --all` in 0.61x its time.
+//
+// Reading history (make bench, 2 cores under a load of ~10-15, side by
+// side with the git CLI on the same bundle, median of 3): checkout-part
+// at 1k/10k/50k parts takes 0.59x/1.0x/0.64x the time of `git clone
+// --no-checkout` + `git checkout`, peak RSS 17/24/70 MB (git 15/27/116;
+// with go-git's pack parser 1.3x/1.9x/2.0x and 19/60/262 MB); a tree with
+// a 200 MB file 17 MB RSS (git 404 MB).
 package gitstate
