@@ -85,6 +85,9 @@ type RunOptions struct {
 	// Executor runs the build, each compile and each program (nil: Host,
 	// for trusted trees; replay/evalbox's for untrusted ones).
 	Executor Executor
+	// TempDir holds the cases' folders (os.TempDir when empty): an
+	// evaluation's capped scratch space (replay/evalbox).
+	TempDir string
 }
 
 // BuildResult is the outcome of the workspace build.

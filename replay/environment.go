@@ -24,6 +24,8 @@ type EnvironmentEvaluator struct {
 	// Executor runs the tree's build, compiles and programs (nil: on the
 	// host, for trusted trees; replay/evalbox's sandboxes otherwise).
 	Executor environment.Executor
+	// TempDir holds the cases' folders (environment.RunOptions.TempDir).
+	TempDir string
 }
 
 // Version implements Evaluator.
@@ -58,7 +60,7 @@ func (e *EnvironmentEvaluator) RunBuilt(ctx context.Context, dir string, build e
 		}
 		workers = max(1, runtime.NumCPU()/trees)
 	}
-	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor}
+	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor, TempDir: e.TempDir}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
 	runs := make([]environment.Result, 0, len(paths))
 	for _, p := range paths {

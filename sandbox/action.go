@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trajlab/traj/sandbox/image"
@@ -139,9 +140,22 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	for _, h := range a.opts.Hide {
 		args = append(args, "--ro-bind", os.DevNull, h)
 	}
-	args = append(args, "--remount-ro", "/", "--chdir", act.Dir, "--", act.Path)
-	args = append(args, act.Args...)
-	path := a.bin
+	args = append(args, "--remount-ro", "/", "--chdir", act.Dir)
+	// The options reach bwrap through a pipe (--args 3), not its command
+	// line: bwrap's init is the namespace's pid 1, and its command line
+	// (/proc/1/cmdline, readable by the action) would show the mounts'
+	// host paths, which differ from one evaluation context to another.
+	// The command stays there (bwrap wants it): paths inside only.
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		return xec.Result{ExitCode: -1}, fmt.Errorf("bwrap action: %w", err)
+	}
+	defer argsR.Close()
+	go func() {
+		_, _ = argsW.Write([]byte(strings.Join(args, "\x00") + "\x00"))
+		argsW.Close()
+	}()
+	path, cmd := a.bin, append([]string{"--args", "3", "--", act.Path}, act.Args...)
 	if a.cg != nil || a.opts.Nice > 0 {
 		// Join the cgroup (and lower the priority) before bwrap starts,
 		// so nothing it forks escapes.
@@ -153,26 +167,36 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 		if a.opts.Nice > 0 {
 			pre = []string{"sh", "nice", "-n", strconv.Itoa(min(a.opts.Nice, 19)), a.bin}
 		}
-		args = append(append([]string{"-c", joinScript(procs)}, pre...), args...)
+		cmd = append(append([]string{"-c", joinScript(procs)}, pre...), cmd...)
 		path = "/bin/sh"
 	}
 	// bwrap's own init is the namespace's pid 1: when the action's
 	// program exits, it exits, and the kernel kills every process left in
 	// the namespace (a setsid daemon too).
-	return xec.Run(ctx, xec.Command{Path: path, Args: args, Dir: a.dir, Env: insideEnv(Options{}, ServiceSpec{}),
+	return xec.Run(ctx, xec.Command{Path: path, Args: cmd, Dir: a.dir, Env: actionEnv(), ExtraFiles: []*os.File{argsR},
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
 }
 
+// actionEnv is every action's environment: the sandbox's fixed
+// variables and none of the host's (not even the locale), so an action
+// sees the same environment wherever traj runs.
+func actionEnv() []string { return insideEnv(Options{Environ: []string{}}, ServiceSpec{}) }
+
 func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, error) {
 	name := "traj-action-" + randomSuffix()
-	env := insideEnv(Options{}, ServiceSpec{})
+	env := actionEnv()
 	args := containerRunArgs(a.engine.Args, name, "none", a.opts.Limits, act.Mounts, "-i=false")
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
 	}
 	args = append(args, "-w", act.Dir, a.image, act.Path)
 	args = append(args, act.Args...)
-	res, err := xec.Run(ctx, xec.Command{Path: a.engine.Bin, Args: args, Dir: a.dir, Env: engineEnv(a.engine, env),
+	path := a.engine.Bin
+	if a.opts.Nice > 0 {
+		// The container's processes inherit the engine's priority.
+		path, args = "nice", append([]string{"-n", strconv.Itoa(min(a.opts.Nice, 19)), a.engine.Bin}, args...)
+	}
+	res, err := xec.Run(ctx, xec.Command{Path: path, Args: args, Dir: a.dir, Env: engineEnv(a.engine, env),
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
 	if err != nil || res.TimedOut || ctx.Err() != nil {
 		// The engine's client died before its container (a timeout):

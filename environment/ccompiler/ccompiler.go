@@ -310,7 +310,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		res.DurationMS = time.Since(start).Milliseconds()
 		return res, nil
 	}
-	tmp, err := os.MkdirTemp("", "traj-cc-*")
+	tmp, err := os.MkdirTemp(o.TempDir, "traj-cc-*")
 	if err != nil {
 		return environment.Result{}, fmt.Errorf("make run folder: %w", err)
 	}
