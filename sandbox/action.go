@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/trajlab/traj/sandbox/image"
@@ -165,7 +166,7 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 		}
 		pre := []string{"sh", a.bin}
 		if a.opts.Nice > 0 {
-			pre = []string{"sh", "nice", "-n", strconv.Itoa(min(a.opts.Nice, 19)), a.bin}
+			pre = append(append([]string{"sh"}, niceArgs(a.opts.Nice)...), a.bin)
 		}
 		cmd = append(append([]string{"-c", joinScript(procs)}, pre...), cmd...)
 		path = "/bin/sh"
@@ -175,6 +176,25 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	// the namespace (a setsid daemon too).
 	return xec.Run(ctx, xec.Command{Path: path, Args: cmd, Dir: a.dir, Env: actionEnv(), ExtraFiles: []*os.File{argsR},
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
+}
+
+// niceArgs is the nice command line that runs its command at priority n
+// (0..19) whatever traj's own: nice's -n is relative to the caller's, and
+// traj may itself run niced (a Slurm job, `nice traj …`). Only root may
+// raise a priority: elsewhere a traj niced above n leaves its actions at
+// its own.
+func niceArgs(n int) []string {
+	n = min(max(n, 0), 19)
+	cur := 0
+	// The raw getpriority returns 20 - nice.
+	if p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+		cur = 20 - p
+	}
+	delta := n - cur
+	if delta < 0 && os.Geteuid() != 0 {
+		delta = 0
+	}
+	return []string{"nice", "-n", strconv.Itoa(delta)}
 }
 
 // actionEnv is every action's environment: the sandbox's fixed
@@ -194,7 +214,8 @@ func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, err
 	path := a.engine.Bin
 	if a.opts.Nice > 0 {
 		// The container's processes inherit the engine's priority.
-		path, args = "nice", append([]string{"-n", strconv.Itoa(min(a.opts.Nice, 19)), a.engine.Bin}, args...)
+		nice := niceArgs(a.opts.Nice)
+		path, args = nice[0], append(append(nice[1:], a.engine.Bin), args...)
 	}
 	res, err := xec.Run(ctx, xec.Command{Path: path, Args: args, Dir: a.dir, Env: engineEnv(a.engine, env),
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})

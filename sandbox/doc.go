@@ -60,7 +60,12 @@
 // agent's sandbox (never the test suites: run_tests runs behind the tool
 // gateway). Evaluations use Actions (action.go): a fresh sandbox per
 // build, compile or program, showing only the mounts given for it
-// (replay/evalbox decides them; never a fixture).
+// (replay/evalbox decides them; never a fixture), with an environment of
+// fixed variables only (none of the host's: an action sees the same
+// wherever traj runs), at an absolute priority (nice's -n is relative:
+// Actions computes it from traj's own), and, under bwrap, its options
+// passed through a pipe (--args) so that pid 1's command line, which the
+// action can read, holds no host path.
 //
 // # Measured here (2 cores, Debian 12, root, cgroup v1 hybrid)
 //

@@ -69,8 +69,11 @@ func Version(env string, artifacts []string, deny bool) string {
 }
 
 // ParseVersion reads back what Version marked on an environment version
-// a trace recorded.
+// a trace recorded (or an Evaluator's, SandboxMark and all).
 func ParseVersion(v string) (artifacts []string, deny bool) {
+	if i := strings.LastIndex(v, SandboxMark); i >= 0 {
+		v = v[:i]
+	}
 	v, deny = strings.CutSuffix(v, DenyCCompilerVersion)
 	if i := strings.LastIndex(v, ArtifactsMark); i >= 0 {
 		artifacts = strings.Split(v[i+len(ArtifactsMark):], ",")

@@ -186,12 +186,22 @@ func frontEnds() []string {
 	return out
 }
 
-// Version implements replay.Evaluator.
+// SandboxMark ends the version an Evaluator keys its results by: the
+// provider whose rooms scored them. Rooms of one provider are the same
+// wherever traj runs (StandardRoom), but a bwrap's and a container's
+// differ in what a compile can see (its uid, pid 1), and measured, one
+// ./cc scored 28 of 68 in one and 39 in the other: a result cached in
+// one is not the one the tree or its artifacts get in the other.
+const SandboxMark = "+sandbox="
+
+// Version implements replay.Evaluator: the environment version (EnvVersion,
+// else Env's) and the provider (SandboxMark), what the cache keys carry.
 func (e *Evaluator) Version() string {
-	if e.EnvVersion != "" {
-		return e.EnvVersion
+	v := e.EnvVersion
+	if v == "" {
+		v = e.Env.Version()
 	}
-	return e.Env.Version()
+	return v + SandboxMark + e.Provider
 }
 
 // Evaluate implements replay.Evaluator: dir (an exported tree) is built
