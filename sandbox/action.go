@@ -156,27 +156,30 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 		_, _ = argsW.Write([]byte(strings.Join(args, "\x00") + "\x00"))
 		argsW.Close()
 	}()
-	path, cmd := a.bin, append([]string{"--args", "3", "--", act.Path}, act.Args...)
-	if a.cg != nil || a.opts.Nice > 0 {
-		// Join the cgroup (and lower the priority) before bwrap starts,
-		// so nothing it forks escapes.
-		var procs []string
-		if a.cg != nil {
-			procs = a.cg.procsFiles()
-		}
-		pre := []string{"sh", a.bin}
-		if a.opts.Nice > 0 {
-			pre = append(append([]string{"sh"}, niceArgs(a.opts.Nice)...), a.bin)
-		}
-		cmd = append(append([]string{"-c", joinScript(procs)}, pre...), cmd...)
-		path = "/bin/sh"
+	// Join the cgroup (and set the priority) before bwrap starts, so
+	// nothing it forks escapes; the soft limits an action can read
+	// (ulimit) are set to fixed values, not inherited from whatever
+	// started traj (a hard limit below them leaves them lower).
+	var procs []string
+	if a.cg != nil {
+		procs = a.cg.procsFiles()
 	}
+	pre := []string{"sh", a.bin}
+	if a.opts.Nice > 0 {
+		pre = append(append([]string{"sh"}, niceArgs(a.opts.Nice)...), a.bin)
+	}
+	cmd := append(append([]string{"-c", actionRlimits + joinScript(procs)}, pre...), "--args", "3", "--", act.Path)
+	cmd = append(cmd, act.Args...)
 	// bwrap's own init is the namespace's pid 1: when the action's
 	// program exits, it exits, and the kernel kills every process left in
 	// the namespace (a setsid daemon too).
-	return xec.Run(ctx, xec.Command{Path: path, Args: cmd, Dir: a.dir, Env: actionEnv(), ExtraFiles: []*os.File{argsR},
+	return xec.Run(ctx, xec.Command{Path: "/bin/sh", Args: cmd, Dir: a.dir, Env: actionEnv(), ExtraFiles: []*os.File{argsR},
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
 }
+
+// actionRlimits sets a bwrap action's soft limits (sh's ulimit): no core
+// files, an 8 MiB stack, 1024 open files.
+const actionRlimits = "ulimit -S -c 0 2>/dev/null; ulimit -S -s 8192 2>/dev/null; ulimit -S -n 1024 2>/dev/null; "
 
 // niceArgs is the nice command line that runs its command at priority n
 // (0..19) whatever traj's own: nice's -n is relative to the caller's, and
