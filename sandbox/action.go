@@ -177,7 +177,7 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
 }
 
-// actionRlimits sets a bwrap action's soft limits (sh's ulimit): no core
+// actionRlimits sets an action's soft limits (sh's ulimit): no core
 // files, an 8 MiB stack, 1024 open files.
 const actionRlimits = "ulimit -S -c 0 2>/dev/null; ulimit -S -s 8192 2>/dev/null; ulimit -S -n 1024 2>/dev/null; "
 
@@ -212,7 +212,11 @@ func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, err
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
 	}
-	args = append(args, "-w", act.Dir, a.image, act.Path)
+	// The same soft limits as a bwrap action's, set by the image's shell,
+	// which then becomes the action's program (pid 1's command line is
+	// the program's): the engine passes on the limits of whatever started
+	// traj, and setting them with --ulimit fails with EPERM on some hosts.
+	args = append(args, "-w", act.Dir, a.image, "/bin/sh", "-c", actionRlimits+`exec "$@"`, "sh", act.Path)
 	args = append(args, act.Args...)
 	path := a.engine.Bin
 	if a.opts.Nice > 0 {
