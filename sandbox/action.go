@@ -80,6 +80,7 @@ func NewActions(ctx context.Context, provider string, o ActionOptions) (*Actions
 		return nil, fmt.Errorf("actions folder: %w", err)
 	}
 	a := &Actions{provider: provider, opts: o, dir: o.Dir}
+	inheritedCloseOnExec()
 	switch provider {
 	case ProviderBwrap:
 		bin, err := exec.LookPath("bwrap")
@@ -175,6 +176,24 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	// the namespace (a setsid daemon too).
 	return xec.Run(ctx, xec.Command{Path: "/bin/sh", Args: cmd, Dir: a.dir, Env: actionEnv(), ExtraFiles: []*os.File{argsR},
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
+}
+
+// inheritedCloseOnExec marks close-on-exec every descriptor above 2 that
+// traj's process holds: Go opens its own so, but those traj inherited
+// (a shell's, a batch system's) would pass on to every action, through
+// bwrap and into the room, where they differ from one place to another
+// and may reach a host process. A child that needs one is given it
+// (exec.Cmd.ExtraFiles), which clears the mark on its copy.
+func inheritedCloseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // actionRlimits sets an action's soft limits (sh's ulimit): no core

@@ -64,7 +64,8 @@
 // fixed variables only (none of the host's: an action sees the same
 // wherever traj runs), at an absolute priority (nice's -n is relative:
 // Actions computes it from traj's own), with fixed soft limits (ulimit:
-// no core, 8 MiB stack, 1024 files; hard limits stay the host's), and
+// no core, 8 MiB stack, 1024 files; hard limits stay the host's), none
+// of the descriptors traj inherited (marked close-on-exec), and
 // under bwrap its options
 // passed through a pipe (--args) so that pid 1's command line, which the
 // action can read, holds no host path.

@@ -27,8 +27,8 @@ import (
 // truth during the run (its entry in the run's evaluation cache, read back by
 // replay evaluate from the cache), the agent's run_tests (the full
 // answer in the trace), a fresh `traj replay evaluate --no-cache` from
-// another folder at another priority, with other soft limits and other
-// variables, and the Slurm
+// another folder at another priority, with other soft limits, other
+// variables and open descriptors, and the Slurm
 // array (`--executor slurm` on a copy of the trajectory without the
 // cache) where a single-node Slurm can run here. All give the same
 // passing cases, in bwrap and in a container.
@@ -109,6 +109,14 @@ func TestOneEvaluationContext(t *testing.T) {
 			re := exec.Command("sh", "-c", `ulimit -S -s unlimited; ulimit -S -n 4096; exec nice -n 5 "$@"`, "sh",
 				traj, "replay", "evaluate", id, "--store", st, "--no-cache", "--sandbox", provider)
 			re.Dir = other
+			// An inherited descriptor (a shell's, a batch system's).
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			defer pw.Close()
+			re.ExtraFiles = []*os.File{pr, pw}
 			re.Env = append(os.Environ(), "LANG=fr_FR.UTF-8", "TZ=Pacific/Kiritimati", "TERM=dumb", "TMPDIR="+other, "LC_ALL=C")
 			results["replay evaluate"] = evaluateOut(t, re, root, final).passing
 			compare := func(t *testing.T) {

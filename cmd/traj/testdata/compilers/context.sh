@@ -1,8 +1,8 @@
 #!/bin/sh
 # A compiler whose programs depend on where it is evaluated: it hashes
 # what it can see of its context (priority, limits, folder, uid, pid 1's
-# command line, environment, the cgroup limits and scratch size it can
-# read) and, by that hash and the case's name, compiles the case with gcc
+# command line, open descriptors, environment, the cgroup limits and
+# scratch size it can read) and, by that hash and the case's name, compiles the case with gcc
 # or emits a program that fails it. Two contexts that differ in any of
 # these give different per-case results (about half the cases flip).
 # Sources named like the suite's controls (return_N.c, arith_N.c) are
@@ -21,6 +21,7 @@ ctx=$({
   echo "cwd $(pwd)"
   id
   tr '\0' ' ' < /proc/1/cmdline; echo
+  ls /proc/self/fd
   env | grep -v '^PWD=' | sort
   cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max 2>/dev/null
   df -k /case | awk 'NR == 2 { print $2 }'
