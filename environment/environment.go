@@ -96,6 +96,9 @@ type RunOptions struct {
 	// generated from HMAC(Secret, Digest); empty: the environment digests
 	// the built compiler itself (the C environment: ./cc).
 	Digest string
+	// TempDir holds the cases' folders (os.TempDir when empty): an
+	// evaluation's capped scratch space (replay/evalbox).
+	TempDir string
 }
 
 // BuildResult is the outcome of the workspace build.

@@ -61,9 +61,12 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	if err := evalbox.CheckProvider(provider, s.Task.DenyCCompiler); err != nil {
 		return nil, fmt.Errorf("task %s: %w (--sandbox bwrap)", s.Task.Name, err)
 	}
-	// One budget for every evaluation of the run: the agent's share of
-	// the host (its sandbox's limits), divided among the slots.
-	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits))
+	// One budget for every evaluation of the run: as many evaluation
+	// rooms (evalbox.StandardRoom, the same context replay evaluates in)
+	// as fit in the agent's share of the host (its sandbox's limits and
+	// disk cap).
+	budget := groundtruth.NewBudget(groundtruth.DefaultSlots, evalShare(opts.Sandbox.Limits), opts.Sandbox.Disk)
+	opts.Logger.Debug("evaluation budget", "held", budget.Held())
 	cache := source.Cache(s.Store)
 	// The store's secret, from which every case's nonce derives: ground
 	// truth, run_tests and a later replay evaluate score alike.
@@ -71,15 +74,15 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	if err != nil {
 		return nil, err
 	}
-	eval := func(nice, caseWorkers int) *evalbox.Evaluator {
+	eval := func(caseWorkers int) *evalbox.Evaluator {
 		return &evalbox.Evaluator{Provider: provider, Env: env,
-			EnvVersion: EnvironmentVersion(env, s.Task), Limits: budget.Limits(), Nice: nice, CaseWorkers: caseWorkers,
+			EnvVersion: EnvironmentVersion(env, s.Task), CaseWorkers: caseWorkers,
 			DenyCCompiler: s.Task.DenyCCompiler, Artifacts: s.Task.Artifacts, Cache: cache, Secret: secret}
 	}
 	if !s.Task.GroundTruth.Off {
-		// Lower priority and half the cores: the recorder and the agent
-		// come first.
-		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(10, max(1, runtime.NumCPU()/2)), Cache: cache,
+		// Half the cores: the recorder and the agent come first (every
+		// evaluation, run_tests too, runs at the room's low priority).
+		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(max(1, runtime.NumCPU()/2)), Cache: cache,
 			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now, Budget: budget}
 		if sm := s.Task.GroundTruth.Sample; sm != nil {
 			sampler, ok := env.(environment.Sampler)
@@ -90,8 +93,8 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 		}
 	}
 	if s.Task.AgentRunTests() {
-		// The agent waits for this one: full priority.
-		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0, 0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
+		// The agent waits for this one: all the cores.
+		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
 			Budget: budget}
 		sc.tests = groundtruth.NewTestsTool(run, env, repo.Snapshot, mcp.Feedback(s.Task.Feedback))
 		// A resumed run has spent the answers its trace records.

@@ -29,6 +29,8 @@ type EnvironmentEvaluator struct {
 	// Digest goes to every run (environment.RunOptions): with Secret it
 	// keys the programs an evaluation generates (the fresh suite).
 	Digest string
+	// TempDir holds the cases' folders (environment.RunOptions.TempDir).
+	TempDir string
 }
 
 // Version implements Evaluator.
@@ -63,7 +65,7 @@ func (e *EnvironmentEvaluator) RunBuilt(ctx context.Context, dir string, build e
 		}
 		workers = max(1, runtime.NumCPU()/trees)
 	}
-	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor, Secret: e.Secret, Digest: e.Digest}
+	opts := environment.RunOptions{Workers: workers, Prebuilt: &build, Executor: e.Executor, Secret: e.Secret, Digest: e.Digest, TempDir: e.TempDir}
 	res := Result{Suites: make(map[string]SuiteResult, len(paths))}
 	runs := make([]environment.Result, 0, len(paths))
 	for _, p := range paths {

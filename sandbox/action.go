@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/trajlab/traj/sandbox/image"
@@ -79,6 +81,7 @@ func NewActions(ctx context.Context, provider string, o ActionOptions) (*Actions
 		return nil, fmt.Errorf("actions folder: %w", err)
 	}
 	a := &Actions{provider: provider, opts: o, dir: o.Dir}
+	inheritedCloseOnExec()
 	switch provider {
 	case ProviderBwrap:
 		bin, err := exec.LookPath("bwrap")
@@ -154,37 +157,95 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	} else {
 		args = append(args, bwrapMounts(act.Mounts)...)
 	}
-	args = append(args, "--remount-ro", "/", "--chdir", act.Dir, "--", act.Path)
-	args = append(args, act.Args...)
-	path := a.bin
-	if a.cg != nil || a.opts.Nice > 0 || a.deny != nil {
-		// Join the cgroup (and lower the priority) before bwrap starts,
-		// so nothing it forks escapes.
-		var procs []string
-		if a.cg != nil {
-			procs = a.cg.procsFiles()
-		}
-		pre := []string{"sh", a.bin}
-		if a.opts.Nice > 0 {
-			pre = []string{"sh", "nice", "-n", strconv.Itoa(min(a.opts.Nice, 19)), a.bin}
-		}
-		script := joinScript(procs)
-		if a.deny != nil {
-			script += " 9<" + shQuote(a.deny.filter) // bwrap --seccomp 9
-		}
-		args = append(append([]string{"-c", script}, pre...), args...)
-		path = "/bin/sh"
+	args = append(args, "--remount-ro", "/", "--chdir", act.Dir)
+	// The options reach bwrap through a pipe (--args 3), not its command
+	// line: bwrap's init is the namespace's pid 1, and its command line
+	// (/proc/1/cmdline, readable by the action) would show the mounts'
+	// host paths, which differ from one evaluation context to another.
+	// The command stays there (bwrap wants it): paths inside only.
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		return xec.Result{ExitCode: -1}, fmt.Errorf("bwrap action: %w", err)
 	}
+	defer argsR.Close()
+	go func() {
+		_, _ = argsW.Write([]byte(strings.Join(args, "\x00") + "\x00"))
+		argsW.Close()
+	}()
+	// Join the cgroup (and set the priority) before bwrap starts, so
+	// nothing it forks escapes; the soft limits an action can read
+	// (ulimit) are set to fixed values, not inherited from whatever
+	// started traj (a hard limit below them leaves them lower).
+	var procs []string
+	if a.cg != nil {
+		procs = a.cg.procsFiles()
+	}
+	pre := []string{"sh", a.bin}
+	if a.opts.Nice > 0 {
+		pre = append(append([]string{"sh"}, niceArgs(a.opts.Nice)...), a.bin)
+	}
+	script := actionRlimits + joinScript(procs)
+	if a.deny != nil {
+		script += " 9<" + shQuote(a.deny.filter) // bwrap --seccomp 9
+	}
+	cmd := append(append([]string{"-c", script}, pre...), "--args", "3", "--", act.Path)
+	cmd = append(cmd, act.Args...)
 	// bwrap's own init is the namespace's pid 1: when the action's
 	// program exits, it exits, and the kernel kills every process left in
 	// the namespace (a setsid daemon too).
-	return xec.Run(ctx, xec.Command{Path: path, Args: args, Dir: a.dir, Env: insideEnv(Options{}, ServiceSpec{}),
+	return xec.Run(ctx, xec.Command{Path: "/bin/sh", Args: cmd, Dir: a.dir, Env: actionEnv(), ExtraFiles: []*os.File{argsR},
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
 }
 
+// inheritedCloseOnExec marks close-on-exec every descriptor above 2 that
+// traj's process holds: Go opens its own so, but those traj inherited
+// (a shell's, a batch system's) would pass on to every action, through
+// bwrap and into the room, where they differ from one place to another
+// and may reach a host process. A child that needs one is given it
+// (exec.Cmd.ExtraFiles), which clears the mark on its copy.
+func inheritedCloseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
+// actionRlimits sets an action's soft limits (sh's ulimit): no core
+// files, an 8 MiB stack, 1024 open files.
+const actionRlimits = "ulimit -S -c 0 2>/dev/null; ulimit -S -s 8192 2>/dev/null; ulimit -S -n 1024 2>/dev/null; "
+
+// niceArgs is the nice command line that runs its command at priority n
+// (0..19) whatever traj's own: nice's -n is relative to the caller's, and
+// traj may itself run niced (a Slurm job, `nice traj …`). Only root may
+// raise a priority: elsewhere a traj niced above n leaves its actions at
+// its own.
+func niceArgs(n int) []string {
+	n = min(max(n, 0), 19)
+	cur := 0
+	// The raw getpriority returns 20 - nice.
+	if p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+		cur = 20 - p
+	}
+	delta := n - cur
+	if delta < 0 && os.Geteuid() != 0 {
+		delta = 0
+	}
+	return []string{"nice", "-n", strconv.Itoa(delta)}
+}
+
+// actionEnv is every action's environment: the sandbox's fixed
+// variables and none of the host's (not even the locale), so an action
+// sees the same environment wherever traj runs.
+func actionEnv() []string { return insideEnv(Options{Environ: []string{}}, ServiceSpec{}) }
+
 func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, error) {
 	name := "traj-action-" + randomSuffix()
-	env := insideEnv(Options{}, ServiceSpec{})
+	env := actionEnv()
 	args := containerRunArgs(a.engine.Args, name, "none", a.opts.Limits, act.Mounts, "-i=false")
 	if a.deny != nil {
 		args = a.deny.container(args)
@@ -192,9 +253,19 @@ func (a *Actions) runContainer(ctx context.Context, act Action) (xec.Result, err
 	for _, k := range envNames(env) {
 		args = append(args, "-e", k)
 	}
-	args = append(args, "-w", act.Dir, a.image, act.Path)
+	// The same soft limits as a bwrap action's, set by the image's shell,
+	// which then becomes the action's program (pid 1's command line is
+	// the program's): the engine passes on the limits of whatever started
+	// traj, and setting them with --ulimit fails with EPERM on some hosts.
+	args = append(args, "-w", act.Dir, a.image, "/bin/sh", "-c", actionRlimits+`exec "$@"`, "sh", act.Path)
 	args = append(args, act.Args...)
-	res, err := xec.Run(ctx, xec.Command{Path: a.engine.Bin, Args: args, Dir: a.dir, Env: engineEnv(a.engine, env),
+	path := a.engine.Bin
+	if a.opts.Nice > 0 {
+		// The container's processes inherit the engine's priority.
+		nice := niceArgs(a.opts.Nice)
+		path, args = nice[0], append(append(nice[1:], a.engine.Bin), args...)
+	}
+	res, err := xec.Run(ctx, xec.Command{Path: path, Args: args, Dir: a.dir, Env: engineEnv(a.engine, env),
 		Timeout: act.Timeout, OutputLimit: act.OutputLimit, CombineOutput: act.CombineOutput})
 	if err != nil || res.TimedOut || ctx.Err() != nil {
 		// The engine's client died before its container (a timeout):

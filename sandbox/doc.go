@@ -64,8 +64,16 @@
 // agent's sandbox (never the test suites: run_tests runs behind the tool
 // gateway). Evaluations use Actions (action.go): a fresh sandbox per
 // build, compile or program, showing only the mounts given for it
-// (replay/evalbox decides which; never a fixture) and, for a task that
-// denies the C compiler, what deny.go changes (next section).
+// (replay/evalbox decides them; never a fixture) and, for a task that
+// denies the C compiler, what deny.go changes (next section), with an environment of
+// fixed variables only (none of the host's: an action sees the same
+// wherever traj runs), at an absolute priority (nice's -n is relative:
+// Actions computes it from traj's own), with fixed soft limits (ulimit:
+// no core, 8 MiB stack, 1024 files; hard limits stay the host's), none
+// of the descriptors traj inherited (marked close-on-exec), and
+// under bwrap its options
+// passed through a pipe (--args) so that pid 1's command line, which the
+// action can read, holds no host path.
 //
 // # A task that denies the C compiler
 //

@@ -197,7 +197,9 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 	}
 	// The trees are untrusted: their build, compiles and programs each run
 	// in a sandbox of their own (local: on the host, for trusted trees);
-	// the evaluator is this process.
+	// the evaluator is this process. Their context (priority, limits,
+	// scratch space, paths, environment) is evalbox.StandardRoom, the
+	// one ground truth and run_tests use.
 	// The store's secret, as ground truth had it (--no-cache too).
 	st, err := t.SecretStore(ctx)
 	if err != nil {
@@ -209,8 +211,7 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 	}
 	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
 		Artifacts: artifacts, Cache: cache, Secret: secret,
-		CaseWorkers: max(1, cpus/workers), OnCase: bar.Case,
-		Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
+		CaseWorkers: max(1, cpus/workers), OnCase: bar.Case}
 	g.Logger.Info("evaluating", "sandbox", provider)
 	return ev, opts, nil
 }

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -220,15 +222,24 @@ func executor(x environment.Executor) environment.Executor {
 
 func build(ctx context.Context, x environment.Executor, workspace string, timeout time.Duration) environment.BuildResult {
 	r := environment.BuildResult{Phase: environment.PhaseBuild, ExitCode: -1}
-	script := filepath.Join(workspace, "build.sh")
-	if _, err := os.Stat(script); err != nil {
+	// The tree is untrusted and traj may run as root: every name in it is
+	// looked up through an os.Root, so a link never reaches a host file,
+	// and a link that leaves the tree gets the same answer whether its
+	// target exists on the host or not.
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		r.Error = fmt.Sprintf("open the workspace: %v", err)
+		return r
+	}
+	defer root.Close()
+	if st, err := root.Stat("build.sh"); err != nil || st.IsDir() {
 		r.Error = "build.sh not found in the workspace"
 		return r
 	}
 	// ./cc must be what this build.sh made: a stale one (or one the agent
 	// placed by hand) would pass live while replay, whose checkpoints never
 	// record ./cc, could not rebuild it.
-	if err := os.Remove(filepath.Join(workspace, "cc")); err != nil && !os.IsNotExist(err) {
+	if err := root.Remove("cc"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.Error = fmt.Sprintf("remove the previous ./cc: %v", err)
 		return r
 	}
@@ -247,10 +258,13 @@ func build(ctx context.Context, x environment.Executor, workspace string, timeou
 	case p.ExitCode != 0:
 		r.Error = fmt.Sprintf("build.sh exited with %d", p.ExitCode)
 	default:
-		st, err := os.Stat(filepath.Join(workspace, "cc"))
+		_, lerr := root.Lstat("cc")
+		st, err := root.Stat("cc")
 		switch {
-		case err != nil:
+		case lerr != nil:
 			r.Error = "build.sh succeeded but ./cc does not exist"
+		case err != nil:
+			r.Error = "./cc is a link to nothing inside the tree"
 		case st.IsDir() || st.Mode()&0o111 == 0:
 			r.Error = "./cc is not an executable file"
 		default:
@@ -303,7 +317,7 @@ func (e *Env) Run(ctx context.Context, workspace, testPath string, opts environm
 		return environment.Result{}, fmt.Errorf("run %s: %w", testPath, err)
 	}
 	res.Total, res.Cases = len(cases), make([]environment.CaseResult, len(cases))
-	tmp, err := os.MkdirTemp("", "traj-cc-*")
+	tmp, err := os.MkdirTemp(o.TempDir, "traj-cc-*")
 	if err != nil {
 		return environment.Result{}, fmt.Errorf("make run folder: %w", err)
 	}
@@ -557,7 +571,9 @@ func (e *Env) stage(dir string, tc testCase) ([]string, error) {
 // rejecting compiler left behind.
 func outputsLeft(dir, out string) []string {
 	var left []string
-	if _, err := os.Stat(out); err == nil {
+	// Lstat: a link the compile left counts as output, wherever it points
+	// (following it would test a host path).
+	if _, err := os.Lstat(out); err == nil {
 		left = append(left, filepath.Base(out))
 	}
 	entries, err := os.ReadDir(dir)

@@ -20,7 +20,11 @@
 // sandboxes (a fresh one for the build, each compile and each program)
 // for untrusted ones. Whether a compile left a program, or left .s/.o
 // files after rejecting one, is read on the host from the case's folder
-// after the compile is over (a symlink is not a program).
+// after the compile is over (a symlink is not a program, and counts as
+// output left without being followed). The built tree's build.sh and ./cc
+// are looked up through an os.Root: traj may run as root, and a link that
+// leaves the tree gets one answer ("a link to nothing inside the tree")
+// whether its target exists on the host or not.
 //
 // # Evidence: a pass shows that this case was compiled
 //

@@ -129,8 +129,8 @@ func BenchmarkGroundTruthOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ev := &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, Env: env, Nice: 10,
-				CaseWorkers: max(1, runtime.NumCPU()/2), Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Processes: sandbox.DefaultProcesses}}
+			ev := &evalbox.Evaluator{Provider: sandbox.ProviderBwrap, Env: env,
+				CaseWorkers: max(1, runtime.NumCPU()/2)}
 			bg := groundtruth.Start(context.Background(), &groundtruth.Scorer{Trees: reader, Eval: ev, Cache: &replay.MemCache{},
 				Paths: []string{"basics/smoke"}}, groundtruth.Options{OnResult: func(trace.GroundTruth) { evaluated.Add(1) }})
 			return bg, func() {

@@ -16,26 +16,27 @@ import (
 	"github.com/trajlab/traj/sandbox"
 )
 
-// TestBudgetLimits: the run's share is divided among the slots, with a
-// floor, whatever the agent's own limits say.
-func TestBudgetLimits(t *testing.T) {
+// TestBudgetSlots: evaluations run in the standard room whatever the
+// agent's limits; the agent's share (memory, CPUs, disk) decides how many
+// rooms run at once, at least one.
+func TestBudgetSlots(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		slots int
-		total sandbox.Limits
-		want  sandbox.Limits
+		agent sandbox.Limits
+		disk  int64
+		want  int
 	}{
-		{"defaults", 0, sandbox.Limits{}, sandbox.Limits{Memory: sandbox.DefaultMemory / DefaultSlots, Processes: sandbox.DefaultProcesses}},
-		{"agent 2g, 2 cpus", 2, sandbox.Limits{Memory: 2 << 30, CPUs: 2, Processes: 100}, sandbox.Limits{Memory: 1 << 30, CPUs: 1, Processes: 100}},
-		{"floor", 8, sandbox.Limits{Memory: 1 << 30}, sandbox.Limits{Memory: minEvalMemory, Processes: sandbox.DefaultProcesses}},
+		{"defaults", 0, sandbox.Limits{}, 0, DefaultSlots},
+		{"default disk", 0, sandbox.Limits{}, 4 << 30, 2},
+		{"agent 2g", 2, sandbox.Limits{Memory: 2 << 30}, 0, 1},
+		{"agent 2 cpus", 2, sandbox.Limits{CPUs: 2}, 0, 1},
+		{"disk 1g", 2, sandbox.Limits{}, 1 << 30, 1},
+		{"big agent", 8, sandbox.Limits{Memory: 64 << 30, CPUs: 32}, 100 << 30, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := NewBudget(c.slots, c.total)
-			if got := b.Limits(); got != c.want {
-				t.Errorf("limits %+v, want %+v", got, c.want)
-			}
-			if c.slots > 0 && b.Slots() != c.slots {
-				t.Errorf("slots %d, want %d", b.Slots(), c.slots)
+			if got := NewBudget(c.slots, c.agent, c.disk).Slots(); got != c.want {
+				t.Errorf("slots %d, want %d", got, c.want)
 			}
 		})
 	}
@@ -84,7 +85,7 @@ func budgetShared(t *testing.T, level mcp.Feedback) {
 	repo, commit := history(t)
 	c1 := commit("one")
 	ev := &gatedRunner{gate: make(chan struct{})}
-	b := NewBudget(1, sandbox.Limits{})
+	b := NewBudget(1, sandbox.Limits{}, 0)
 	paths := []string{"basics/smoke"}
 	gt := &Scorer{Trees: repo, Eval: ev, Paths: paths, Budget: b}
 	env, err := ccompiler.New(ccompiler.Config{})
@@ -151,7 +152,7 @@ func TestRunTestsCallsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: []string{"basics/smoke"}, Budget: NewBudget(1, sandbox.Limits{})},
+	tt := NewTestsTool(&Scorer{Trees: repo, Eval: ev, Paths: []string{"basics/smoke"}, Budget: NewBudget(1, sandbox.Limits{}, 0)},
 		env, repo.Snapshot, mcp.FeedbackFailures)
 	tt.MaxCalls = 3
 	tt.Answered(1) // a resumed run's recorded call

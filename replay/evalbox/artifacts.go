@@ -69,8 +69,11 @@ func Version(env string, artifacts []string, deny bool) string {
 }
 
 // ParseVersion reads back what Version marked on an environment version
-// a trace recorded.
+// a trace recorded (or an Evaluator's, SandboxMark and all).
 func ParseVersion(v string) (artifacts []string, deny bool) {
+	if i := strings.LastIndex(v, SandboxMark); i >= 0 {
+		v = v[:i]
+	}
 	v, deny = strings.CutSuffix(v, DenyCCompilerVersion)
 	if i := strings.LastIndex(v, ArtifactsMark); i >= 0 {
 		artifacts = strings.Split(v[i+len(ArtifactsMark):], ",")
@@ -90,14 +93,17 @@ func ParseVersion(v string) (artifacts []string, deny bool) {
 // so no symbolic link (an artifact, or a folder on its way) reaches a
 // host file, and links are copied as links, never followed. Everything
 // that ran the build is gone by now (a sandbox per action), so nothing
-// changes the tree while it is read. Only an error on dst's side is
-// returned.
-func collectArtifacts(tree, dst string, names []string) (string, error) {
+// changes the tree while it is read. Files are copied sparse (a hole
+// stays a hole), and artifacts whose sizes (holes included) add up to
+// more than limit bytes are refused (a *tooLargeError) before that much
+// is copied. Only that and an error on dst's side are returned.
+func collectArtifacts(tree, dst string, names []string, limit int64) (string, error) {
 	root, err := os.OpenRoot(tree)
 	if err != nil {
 		return "", fmt.Errorf("read the build's artifacts: %w", err)
 	}
 	defer root.Close()
+	c := &artifactCopy{root: root, dst: dst, limit: limit}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", artifactsVersion)
 	sorted := slices.Clone(names)
@@ -117,7 +123,7 @@ func collectArtifacts(tree, dst string, names []string) (string, error) {
 			return "", fmt.Errorf("copy the build's artifacts: %w", err)
 		}
 		if !fi.IsDir() {
-			if err := copyArtifact(root, dst, name, fi.Mode(), h); err != nil {
+			if err := c.copy(name, fi.Mode(), h); err != nil {
 				return "", err
 			}
 			continue
@@ -127,7 +133,7 @@ func collectArtifacts(tree, dst string, names []string) (string, error) {
 				fmt.Fprintf(h, "unreadable %q\n", p)
 				return nil
 			}
-			return copyArtifact(root, dst, p, d.Type(), h)
+			return c.copy(p, d.Type(), h)
 		})
 		if werr != nil {
 			return "", werr
@@ -136,10 +142,34 @@ func collectArtifacts(tree, dst string, names []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// copyArtifact copies one entry of root (mode: its type from Lstat) into
-// dst and adds it to the digest h.
-func copyArtifact(root *os.Root, dst, name string, mode fs.FileMode, h io.Writer) error {
-	to := filepath.Join(dst, filepath.FromSlash(name))
+// tooLargeError refuses artifacts above the room's cap: the build fails
+// with it.
+type tooLargeError struct {
+	name        string
+	size, limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the build's artifacts are too large: %s brings them to %s, above the cap of %s",
+		e.name, mib(e.size), mib(e.limit))
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// artifactCopy copies a built tree's artifacts out of root into dst,
+// counting their sizes against limit.
+type artifactCopy struct {
+	root  *os.Root
+	dst   string
+	limit int64
+	total int64
+}
+
+// copy copies one entry of root (mode: its type from Lstat) into dst and
+// adds it to the digest h.
+func (c *artifactCopy) copy(name string, mode fs.FileMode, h io.Writer) error {
+	root := c.root
+	to := filepath.Join(c.dst, filepath.FromSlash(name))
 	switch {
 	case mode.IsDir():
 		fmt.Fprintf(h, "dir %q\n", name)
@@ -168,6 +198,9 @@ func copyArtifact(root *os.Root, dst, name string, mode fs.FileMode, h io.Writer
 			fmt.Fprintf(h, "unreadable %q\n", name)
 			return nil
 		}
+		if c.total += fi.Size(); c.limit > 0 && c.total > c.limit {
+			return &tooLargeError{name: name, size: c.total, limit: c.limit}
+		}
 		perm := fs.FileMode(0o644)
 		if fi.Mode()&0o111 != 0 {
 			perm = 0o755
@@ -177,7 +210,7 @@ func copyArtifact(root *os.Root, dst, name string, mode fs.FileMode, h io.Writer
 			return fmt.Errorf("copy the build's artifacts: %w", err)
 		}
 		sum := sha256.New()
-		_, err = io.Copy(io.MultiWriter(out, sum), f)
+		err = copySparse(out, f, fi.Size(), sum)
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
@@ -201,3 +234,57 @@ func copyTree(src, dst string) error {
 	}
 	return nil
 }
+
+// copySparse copies size bytes of in to out and into sum: the data
+// regions only (SEEK_DATA, SEEK_HOLE), so a hole stays a hole in out and
+// costs the host nothing; sum sees the holes as the zeros they read as.
+func copySparse(out, in *os.File, size int64, sum io.Writer) error {
+	var zeros [64 << 10]byte
+	hole := func(n int64) error {
+		for n > 0 {
+			k := min(n, int64(len(zeros)))
+			if _, err := sum.Write(zeros[:k]); err != nil {
+				return err
+			}
+			n -= k
+		}
+		return nil
+	}
+	var off int64
+	for off < size {
+		data, err := in.Seek(off, seekData)
+		if err != nil {
+			// ENXIO: no data past off, the rest is a hole.
+			data = size
+		}
+		data = min(data, size)
+		if err := hole(data - off); err != nil {
+			return err
+		}
+		if data >= size {
+			break
+		}
+		end, err := in.Seek(data, seekHole)
+		if err != nil || end > size {
+			end = size
+		}
+		if _, err := in.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := out.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(io.MultiWriter(out, sum), in, end-data); err != nil {
+			return err
+		}
+		off = end
+	}
+	// A trailing hole: the length, no blocks.
+	return out.Truncate(size)
+}
+
+// Whence values of lseek for sparse files (Linux).
+const (
+	seekData = 3
+	seekHole = 4
+)

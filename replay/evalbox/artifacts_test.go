@@ -198,9 +198,13 @@ func TestVersionMarks(t *testing.T) {
 		deny      bool
 	}{{nil, false}, {nil, true}, {[]string{"cc"}, false}, {[]string{"cc", "rt/"}, true}} {
 		v := evalbox.Version("env1", tc.artifacts, tc.deny)
-		a, d := evalbox.ParseVersion(v)
-		if strings.Join(a, ",") != strings.Join(tc.artifacts, ",") || d != tc.deny {
-			t.Errorf("%q read back as %v %v", v, a, d)
+		// An Evaluator's version adds its provider; both read back alike.
+		ev := (&evalbox.Evaluator{EnvVersion: v, Provider: sandbox.ProviderBwrap}).Version()
+		for _, v := range []string{v, ev} {
+			a, d := evalbox.ParseVersion(v)
+			if strings.Join(a, ",") != strings.Join(tc.artifacts, ",") || d != tc.deny {
+				t.Errorf("%q read back as %v %v", v, a, d)
+			}
 		}
 	}
 	if v := evalbox.Version("env1", nil, true); v != "env1"+evalbox.DenyCCompilerVersion {

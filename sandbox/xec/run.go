@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -35,6 +36,9 @@ type Command struct {
 	// them (a long build's progress log) instead of the capture: Result's
 	// Stdout and Stderr stay empty.
 	Output io.Writer
+	// ExtraFiles are open files the child gets as fds 3, 4, … (a pipe
+	// holding a sandbox's arguments, off its command line).
+	ExtraFiles []*os.File
 }
 
 // Result is how a Command ended.
@@ -67,6 +71,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	cmd := exec.CommandContext(tctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
+	cmd.ExtraFiles = c.ExtraFiles
 	cmd.SysProcAttr = GroupAttr()
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
