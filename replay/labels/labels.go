@@ -1,10 +1,14 @@
 package labels
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -193,17 +197,11 @@ func ComputeFile(path string, ev *replay.Output, o Options) ([]Label, error) {
 		return nil, fmt.Errorf("label %q: %w", path, err)
 	}
 	defer f.Close()
-	var b *Observer
-	err = trace.Scan(f, trace.Visitor{
-		OnHeader: func(h *trace.Header) error { b = NewObserver(h.Agent, o); return nil },
-		OnPart:   func(_ int, p *trace.Part) error { b.Part(p); return nil },
-		OnTurn:   func(_ int, t *trace.Turn) error { b.Turn(t); return nil },
-		OnEnd:    func(t *trace.Trace) error { b.End(t); return nil },
-	})
+	ls, err := ComputeReader(f, ev, o)
 	if err != nil {
 		return nil, fmt.Errorf("label %q: %w", path, err)
 	}
-	return b.Labels(ev, o), nil
+	return ls, nil
 }
 
 // point is the score after a part.
@@ -474,4 +472,65 @@ func Gap(counts map[string][2]int64) (gap float64, ok bool) {
 	}
 	g := float64(pubP)/float64(pubT) - float64(frP)/float64(frT)
 	return math.Round(g*1e9) / 1e9, true
+}
+
+// ParseSettings reads thresholds given as name=value pairs (the JSON
+// names of Options' fields, e.g. plateau_parts=30): what the --labels
+// flag of `traj report` and `traj replay evaluate` takes. An unknown
+// name or a value of the wrong type is an error.
+func ParseSettings(kv map[string]string) (Options, error) {
+	var o Options
+	if len(kv) == 0 {
+		return o, nil
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		if _, err := strconv.ParseFloat(kv[k], 64); err != nil || k == "phrases" {
+			return o, fmt.Errorf("labels setting %s=%q: not a number", k, kv[k])
+		}
+		fmt.Fprintf(&b, "%q:%s", k, kv[k])
+	}
+	b.WriteByte('}')
+	dec := json.NewDecoder(strings.NewReader(b.String()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return o, fmt.Errorf("labels settings: %w (known: plateau_parts, plateau_hours, stall_minutes, regression_rounds, improving_parts, lost_margin, gap_threshold)", err)
+	}
+	return o, nil
+}
+
+// Marshal is the Set of labels computed with o, as evaluation.json
+// holds it (o with its defaults filled in, so the file says what was
+// used).
+func Marshal(ls []Label, o Options) (json.RawMessage, error) {
+	return json.Marshal(Set{Options: o.withDefaults(), Labels: ls})
+}
+
+// Stored reads the Set an evaluation report holds; ok is false when it
+// holds none or one that does not decode.
+func Stored(ev *replay.Output) (Set, bool) {
+	var s Set
+	if ev == nil || len(ev.Labels) == 0 || json.Unmarshal(ev.Labels, &s) != nil {
+		return s, false
+	}
+	return s, true
+}
+
+// ComputeReader labels the trace read from r, streamed.
+func ComputeReader(r io.Reader, ev *replay.Output, o Options) ([]Label, error) {
+	b := NewObserver("", o)
+	err := trace.Scan(r, trace.Visitor{
+		OnHeader: func(h *trace.Header) error { b = NewObserver(h.Agent, o); return nil },
+		OnPart:   func(_ int, p *trace.Part) error { b.Part(p); return nil },
+		OnTurn:   func(_ int, t *trace.Turn) error { b.Turn(t); return nil },
+		OnEnd:    func(t *trace.Trace) error { b.End(t); return nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.Labels(ev, o), nil
 }

@@ -21,8 +21,9 @@ func WriteJSON(w io.Writer, r Report) error {
 	enc.SetIndent("", "  ")
 	out := struct {
 		Report
-		Harnesses []HarnessRow `json:"harnesses"`
-	}{r, r.ByHarness()}
+		Harnesses   []HarnessRow `json:"harnesses"`
+		LabelCounts []LabelCount `json:"label_counts"`
+	}{r, r.ByHarness(), r.LabelCounts()}
 	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("write report JSON: %w", err)
 	}
@@ -367,6 +368,9 @@ func WriteText(w io.Writer, r Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	if err := writeLabelsText(w, r); err != nil {
+		return err
 	}
 	if len(r.Trajectories) < 2 {
 		return nil
