@@ -149,7 +149,9 @@ func (b *Observer) Part(p *trace.Part) {
 	if at, err := time.Parse(time.RFC3339Nano, p.Timestamp); err == nil {
 		b.times = append(b.times, partTime{p.Part, at})
 	}
-	b.gts = append(b.gts, p.GroundTruth...)
+	for _, g := range p.GroundTruth {
+		b.gts = append(b.gts, keep(g))
+	}
 	if p.PartType == string(agent.KindText) && len(p.Content) > 0 {
 		ap, _ := b.reader.Part(p.PartID, agent.KindText, p.Content)
 		text := strings.ToLower(ap.Text)
@@ -160,6 +162,18 @@ func (b *Observer) Part(p *trace.Part) {
 			}
 		}
 	}
+}
+
+// keep is what the rules use of g, in memory of its own: a caller may
+// reuse the memory of a part it read (the export's reader does).
+func keep(g trace.GroundTruth) trace.GroundTruth {
+	k := trace.GroundTruth{Part: g.Part, Passed: g.Passed, Failed: g.Failed, Total: g.Total,
+		Solved: g.Solved, Sampled: g.Sampled, FixedLike: g.FixedLike, Error: strings.Clone(g.Error)}
+	for _, s := range g.Suites {
+		s.Path = strings.Clone(s.Path)
+		k.Suites = append(k.Suites, s)
+	}
+	return k
 }
 
 // Turn takes one turn's own fields (its parts went to Part).
@@ -173,7 +187,9 @@ func (b *Observer) Turn(t *trace.Turn) {
 func (b *Observer) End(t *trace.Trace) {
 	b.end = t.SessionEnd
 	if t.SessionEnd != nil {
-		b.gts = append(b.gts, t.SessionEnd.GroundTruth...)
+		for _, g := range t.SessionEnd.GroundTruth {
+			b.gts = append(b.gts, keep(g))
+		}
 	}
 }
 
