@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/labels"
@@ -18,7 +19,7 @@ type labelFlags struct {
 func (f labelFlags) options() (labels.Options, error) {
 	o, err := labels.ParseSettings(f.Labels)
 	if err != nil {
-		return o, usageExit(err)
+		return o, &exitError{2, fmt.Errorf("--labels: %w", err)}
 	}
 	return o, nil
 }
