@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -486,8 +485,7 @@ func Gap(counts map[string][2]int64) (gap float64, ok bool) {
 	if pubT <= 0 || frT <= 0 {
 		return 0, false
 	}
-	g := float64(pubP)/float64(pubT) - float64(frP)/float64(frT)
-	return math.Round(g*1e9) / 1e9, true
+	return float64(pubP)/float64(pubT) - float64(frP)/float64(frT), true
 }
 
 // ParseSettings reads thresholds given as name=value pairs (the JSON
