@@ -94,6 +94,16 @@ func TestReportLabels(t *testing.T) {
 		}
 	}
 
+	var page bytes.Buffer
+	if err := report.WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"<h2>Failure labels</h2>", "<td>passing_then_lost</td><td class=\"num\">1 of 3</td>", "best 10/10 at part 3, final 6/10 at part 4"} {
+		if !strings.Contains(page.String(), s) {
+			t.Fatalf("HTML report lacks %q", s)
+		}
+	}
+
 	// Thresholds given to the report decide again, from the traces.
 	o, err := labels.ParseSettings(map[string]string{"lost_margin": "0.5", "improving_parts": "1"})
 	if err != nil {
