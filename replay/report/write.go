@@ -194,8 +194,8 @@ type pageView struct {
 	// LabelCounts are the failure labels by harness and model.
 	LabelCounts []LabelCount
 	Overall     template.HTML
-	Reasons   template.HTML
-	Trajs     []trajView
+	Reasons     template.HTML
+	Trajs       []trajView
 }
 
 type trajView struct {
