@@ -9,15 +9,18 @@
 // check against the curve. The kinds and their rules:
 //
 //   - premature_stop: a turn ended (another followed, so budget was left)
-//     while the score at its end was not solved.
+//     while the score at its end was not solved. A turn traj aborted as
+//     stalled and sent again counts too: the trace does not tell them
+//     apart.
 //   - declared_infeasible: a text part says the agent cannot finish: it
 //     holds one of Options.Phrases (case-insensitive; DefaultPhrases).
 //   - regression_loop: one test path's passing count fell and came back
 //     at least Options.RegressionRounds times.
 //   - plateau: no new best score for Options.PlateauParts parts or
 //     Options.PlateauHours hours while not solved.
-//   - stall: no part for Options.StallMinutes, or the run ended because
-//     a turn stalled (session_end detail "stalled: …").
+//   - stall: no part for Options.StallMinutes within a turn (the wait
+//     between turns is traj's), or the run ended because a turn stalled
+//     (session_end detail "stalled: …").
 //   - passing_then_lost: the best score is above the final one by more
 //     than Options.LostMargin (the work that passed was later broken).
 //   - budget_exhausted_improving: the run ended at a budget (parts, time,

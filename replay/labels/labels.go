@@ -121,6 +121,9 @@ type Observer struct {
 	said     []Label // text parts that matched a phrase, with the phrase
 	phrases  []string
 	turnEnds []int // the last part of every turn that ended
+	// turnStarts are the first parts of the turns: the wait before one is
+	// traj's between turns (ground truth, the next prompt), no stall.
+	turnStarts map[int]bool
 	gts      []trace.GroundTruth
 	end      *trace.SessionEnd
 	lastPart int
@@ -139,7 +142,7 @@ func NewObserver(agentField string, o Options) *Observer {
 	for i, p := range o.Phrases {
 		ph[i] = strings.ToLower(p)
 	}
-	return &Observer{reader: harness.Reader(agentField), phrases: ph}
+	return &Observer{reader: harness.Reader(agentField), phrases: ph, turnStarts: map[int]bool{}}
 }
 
 // Part takes one part.
@@ -177,6 +180,9 @@ func keep(g trace.GroundTruth) trace.GroundTruth {
 
 // Turn takes one turn's own fields (its parts went to Part).
 func (b *Observer) Turn(t *trace.Turn) {
+	if t.PartStart != nil {
+		b.turnStarts[*t.PartStart] = true
+	}
 	if t.EndedAt != "" && t.PartEnd != nil {
 		b.turnEnds = append(b.turnEnds, *t.PartEnd)
 	}
@@ -427,12 +433,16 @@ func (b *Observer) between(a, c int) time.Duration {
 	return tc.Sub(ta)
 }
 
-// stalls finds gaps between parts of at least o.StallMinutes, and a run
+// stalls finds gaps between parts of one turn of at least
+// o.StallMinutes, and a run
 // that ended because a turn stalled.
 func (b *Observer) stalls(o Options) []Label {
 	var out []Label
 	limit := time.Duration(o.StallMinutes * float64(time.Minute))
 	for i := 1; i < len(b.times); i++ {
+		if b.turnStarts[b.times[i].part] {
+			continue
+		}
 		if gap := b.times[i].at.Sub(b.times[i-1].at); gap >= limit {
 			out = append(out, Label{Stall, b.times[i].part, fmt.Sprintf("no part for %s after part %d", gap.Round(time.Second), b.times[i-1].part)})
 		}

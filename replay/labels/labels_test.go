@@ -74,6 +74,9 @@ func Cases() []struct {
 		{"regression", labels.RegressionLoop, 6, tracetest.Spec{Turns: []int{7}, GroundTruth: basics(4, 6, 3, 6, 2, 7, 10), End: trace.EndSolved}},
 		{"plateau", labels.Plateau, 2, tracetest.Spec{Turns: []int{10}, GroundTruth: basics(2, 5, -1, -1, -1, -1, -1, -1, -1, 10), End: trace.EndSolved}},
 		{"stall-gap", labels.Stall, 3, tracetest.Spec{Turns: []int{4}, GroundTruth: basics(3, 6, 8, 10), End: trace.EndSolved, Edit: late(3, 20)}},
+		// The wait before a turn is traj's (ground truth, the next prompt):
+		// 20 minutes there is no stall.
+		{"wait-between-turns", labels.PrematureStop, 3, tracetest.Spec{Turns: []int{3, 3}, GroundTruth: basics(2, 4, 5, 7, 9, 10), End: trace.EndSolved, Edit: late(4, 20)}},
 		{"stall-end", labels.Stall, 2, tracetest.Spec{Turns: []int{2}, GroundTruth: basics(3, 10), End: trace.EndAgentError,
 			EndDetail: "stalled: no new part for 10m0s in turn 1, again after sending the turn once more"}},
 		{"lost", labels.PassingThenLost, 4, tracetest.Spec{Turns: []int{8}, GroundTruth: basics(4, 8, 10, 6), End: trace.EndPartLimit}},
