@@ -124,9 +124,9 @@ type Observer struct {
 	// turnStarts are the first parts of the turns: the wait before one is
 	// traj's between turns (ground truth, the next prompt), no stall.
 	turnStarts map[int]bool
-	gts      []trace.GroundTruth
-	end      *trace.SessionEnd
-	lastPart int
+	gts        []trace.GroundTruth
+	end        *trace.SessionEnd
+	lastPart   int
 }
 
 type partTime struct {
