@@ -277,7 +277,7 @@ func (e *parquetExport) scan(ctx context.Context) error {
 			return nil
 		},
 		OnPart: func(turn int, d *decodedPart) error {
-			e.labeller.Part(&d.Part)
+			e.labeller.PartRead(&d.Part, d.view.Text)
 			return e.part(ctx, turn, d)
 		},
 		OnTurn: func(i int, t *trace.Turn) error {

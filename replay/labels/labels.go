@@ -145,8 +145,20 @@ func NewObserver(agentField string, o Options) *Observer {
 	return &Observer{reader: harness.Reader(agentField), phrases: ph, turnStarts: map[int]bool{}}
 }
 
-// Part takes one part.
+// Part takes one part; a text part's text is read by the harness's
+// reader.
 func (b *Observer) Part(p *trace.Part) {
+	text := ""
+	if p.PartType == string(agent.KindText) && len(p.Content) > 0 {
+		ap, _ := b.reader.Part(p.PartID, agent.KindText, p.Content)
+		text = ap.Text
+	}
+	b.PartRead(p, text)
+}
+
+// PartRead is Part for a caller that has read the part's text already
+// (the export's reader): text is the text of a text part, else ignored.
+func (b *Observer) PartRead(p *trace.Part, text string) {
 	b.lastPart = max(b.lastPart, p.Part)
 	if at, err := time.Parse(time.RFC3339Nano, p.Timestamp); err == nil {
 		b.times = append(b.times, partTime{p.Part, at})
@@ -154,14 +166,14 @@ func (b *Observer) Part(p *trace.Part) {
 	for _, g := range p.GroundTruth {
 		b.gts = append(b.gts, keep(g))
 	}
-	if p.PartType == string(agent.KindText) && len(p.Content) > 0 {
-		ap, _ := b.reader.Part(p.PartID, agent.KindText, p.Content)
-		text := strings.ToLower(ap.Text)
-		for _, ph := range b.phrases {
-			if strings.Contains(text, ph) {
-				b.said = append(b.said, Label{Label: DeclaredInfeasible, Part: p.Part, Evidence: fmt.Sprintf("text part says %q", ph)})
-				break
-			}
+	if p.PartType != string(agent.KindText) || text == "" {
+		return
+	}
+	lower := strings.ToLower(text)
+	for _, ph := range b.phrases {
+		if strings.Contains(lower, ph) {
+			b.said = append(b.said, Label{Label: DeclaredInfeasible, Part: p.Part, Evidence: fmt.Sprintf("text part says %q", ph)})
+			return
 		}
 	}
 }
@@ -416,18 +428,19 @@ func (b *Observer) plateaus(pts []point, o Options) []Label {
 	return out
 }
 
-// between is the time from part a's timestamp to part c's.
+// between is the time from part a's timestamp to part c's (the parts
+// come in order, so their times are found by binary search).
 func (b *Observer) between(a, c int) time.Duration {
-	var ta, tc time.Time
-	for _, t := range b.times {
-		if t.part == a {
-			ta = t.at
+	find := func(part int) (time.Time, bool) {
+		i, ok := slices.BinarySearchFunc(b.times, part, func(t partTime, p int) int { return t.part - p })
+		if !ok {
+			return time.Time{}, false
 		}
-		if t.part == c {
-			tc = t.at
-		}
+		return b.times[i].at, true
 	}
-	if ta.IsZero() || tc.IsZero() {
+	ta, okA := find(a)
+	tc, okC := find(c)
+	if !okA || !okC {
 		return 0
 	}
 	return tc.Sub(ta)
