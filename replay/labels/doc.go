@@ -35,4 +35,9 @@
 // thresholds are Options, with documented defaults (Defaults); `traj
 // report` and `traj replay evaluate` set them by flags, and evaluate
 // writes the labels and the options it used into evaluation.json.
+//
+// Measured (BenchmarkLabels, 5,000 parts of about 4 KB, 2 shared cores):
+// labelling a trace costs 307 ms against 294 ms for the trace.Scan that
+// decodes its parts, side by side: the rules add about 4 %, the reading
+// is the rest. The export feeds the observer from its own pass.
 package labels
