@@ -14,6 +14,7 @@ import (
 	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/replay/report"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/tracetest"
 )
 
@@ -132,3 +133,38 @@ func TestReportLabels(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestExperimentLabelCounts: an experiment's report counts the labels of
+// each slot's latest attempt by harness and model, never a replaced one.
+func TestExperimentLabelCounts(t *testing.T) {
+	dir := t.TempDir()
+	st, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for id, s := range map[string]tracetest.Spec{
+		"x-lost":      {Turns: []int{30}, GroundTruth: basicsGT(4, 8, 10, 6), End: trace.EndPartLimit},
+		"x-lost-a2":   {Turns: []int{5}, GroundTruth: basicsGT(2, 4, 6, 8, 10), End: trace.EndSolved},
+		"x-improving": {Turns: []int{6}, GroundTruth: basicsGT(2, 3, 4, 5, 6, 7), End: trace.EndPartLimit},
+	} {
+		s.TrajectoryID = id
+		folder := filepath.Join(dir, "trajectories", id)
+		if err := os.MkdirAll(folder, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tracetest.WriteDir(t, folder, s)
+	}
+	slots := []report.ExperimentSlot{
+		{Harness: "opencode", Model: "scripted/test-model", Task: "c-compiler", Repeat: 1, Attempts: []string{"x-lost", "x-lost-a2"}},
+		{Harness: "opencode", Model: "scripted/test-model", Task: "c-compiler", Repeat: 2, Attempts: []string{"x-improving"}},
+	}
+	var e *report.Experiment
+	e, err = report.CollectExperiment(ctx, st, "x", slots, report.ExperimentOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.LabelCounts) != 1 || e.LabelCounts[0].Label != labels.BudgetExhaustedImproving || e.LabelCounts[0].Of != 2 {
+		t.Fatalf("experiment label counts %+v", e.LabelCounts)
+	}
+}
