@@ -147,3 +147,22 @@ func TestEvaluationIsTheScore(t *testing.T) {
 		t.Fatalf("want passing_then_lost from the evaluation, got %+v", got)
 	}
 }
+
+// TestSampledBesideFull: a sampled ground truth is no score when a full
+// one exists (its sample passing whole is not the suite passing), so it
+// cannot make work look lost.
+func TestSampledBesideFull(t *testing.T) {
+	sampled := tracetest.GroundTruth(2, tracetest.Suite("basics", 5, 5))
+	sampled.Sampled = true
+	gt := map[int][]trace.GroundTruth{2: {sampled}, 4: {tracetest.GroundTruth(4, tracetest.Suite("basics", 6, 10))}, 5: {tracetest.GroundTruth(5, tracetest.Suite("basics", 7, 10))}}
+	if got := labels.Compute(tracetest.Build(tracetest.Spec{Turns: []int{5}, GroundTruth: gt, End: trace.EndAgentError}), nil, opts); len(got) != 0 {
+		t.Fatalf("a sampled result beside full ones labelled %+v", got)
+	}
+	// Sampled alone is the score.
+	gt = map[int][]trace.GroundTruth{2: {sampled}, 4: {sampled}}
+	gt[4][0].Part, gt[4][0].Passed, gt[4][0].Failed = 4, 3, 2
+	got := labels.Compute(tracetest.Build(tracetest.Spec{Turns: []int{5}, GroundTruth: gt, End: trace.EndAgentError}), nil, opts)
+	if len(got) != 1 || got[0].Label != labels.PassingThenLost {
+		t.Fatalf("sampled results alone: %+v", got)
+	}
+}
