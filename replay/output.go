@@ -30,6 +30,11 @@ type Output struct {
 	Environment EnvironmentRef `json:"environment"`
 	TestPaths   []string       `json:"test_paths"`
 	Stats       Stats          `json:"stats"`
+	// Labels are the trajectory's failure labels and the thresholds they
+	// were computed with (replay/labels.Set), from the trace and this
+	// report: `traj replay evaluate` sets them, outside InputsDigest, so
+	// new thresholds relabel a report without evaluating anything.
+	Labels json.RawMessage `json:"labels,omitempty"`
 	// InputsDigest, set when the cache served every tree, is the digest of
 	// what the report is made of (EvaluateOptions.Previous): an evaluate
 	// with the same one leaves the report as it is.

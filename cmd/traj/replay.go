@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -134,6 +135,7 @@ type ReplayEvaluateCmd struct {
 	HTML    string `type:"path" help:"Also write an HTML report (charts and regressions) here."`
 	NoCache bool   `name:"no-cache" help:"Neither read nor write the evaluation cache."`
 	clusterFlags
+	labelFlags
 }
 
 // evalFlags decide an evaluate's cache keys and sandboxes: the local
@@ -220,6 +222,10 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Output == "" && c.Executor != "kube" && !c.StoreOnly {
 		return &exitError{2, errors.New("missing flags: --output=FILE")}
 	}
+	labelOpts, err := c.labelFlags.options()
+	if err != nil {
+		return err
+	}
 	// Parts and commits come from the trace's part index; only the HTML
 	// report reads the parts themselves.
 	read := source.TraceHeader
@@ -292,6 +298,25 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 		nparts = len(parts)
 		out, evalErr = replay.EvaluateParts(ctx, t.ID, parts, commits, t.History, ev, opts)
 	}
+	relabelled := false
+	if errors.Is(evalErr, replay.ErrUnchanged) {
+		// The trees' results are the same; the labels are recomputed from
+		// the trace and the report (thresholds may have changed), and the
+		// report is written again only if they differ.
+		if data, err := os.ReadFile(c.Output); err == nil && replay.ReportDigest(data) == previousDigest {
+			prev := &replay.Output{}
+			if err := json.Unmarshal(data, prev); err != nil {
+				return fmt.Errorf("read %q: %w", c.Output, err)
+			}
+			changed, err := relabel(t.TracePath, prev, labelOpts)
+			if err != nil {
+				return err
+			}
+			if changed {
+				out, evalErr, relabelled = prev, nil, true
+			}
+		}
+	}
 	if errors.Is(evalErr, replay.ErrUnchanged) {
 		if t.KeepsEvaluation() {
 			// The copy beside the trajectory is compared with the report
@@ -307,6 +332,11 @@ func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if out == nil {
 		return evalErr
+	}
+	if !relabelled {
+		if _, err := relabel(t.TracePath, out, labelOpts); err != nil {
+			return err
+		}
 	}
 	data, err := replay.MarshalIndent(out)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/replay/replaytest"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
@@ -204,6 +205,37 @@ func TestReplayCommands(t *testing.T) {
 		again, _ := os.ReadFile(out2)
 		if err := json.Unmarshal(again, &ev3); code != 0 || err != nil || strings.Contains(errOut, "unchanged") || ev3.Stats.CacheHits != 6 || ev3.InputsDigest != ev2.InputsDigest || ev3.InputsDigest == "" {
 			t.Fatalf("evaluate over an edited report: code %d, %+v\n%s", code, ev3.Stats, errOut)
+		}
+		// The labels are in the report, with the thresholds they were
+		// computed with; other thresholds relabel it from what was
+		// recorded, without evaluating anything, and the same ones again
+		// leave it as it is.
+		if set, ok := labels.Stored(&ev3); !ok || set.Options.PlateauParts != 50 {
+			t.Fatalf("report without labels or with other thresholds: %s", ev3.Labels)
+		}
+		code, _, errOut = traj(t, append(args, "--output", out2, "--labels", "plateau_parts=1")...)
+		var ev4 replay.Output
+		relabelled, _ := os.ReadFile(out2)
+		json.Unmarshal(relabelled, &ev4)
+		set, ok := labels.Stored(&ev4)
+		if code != 0 || strings.Contains(errOut, "unchanged") || !ok || set.Options.PlateauParts != 1 || ev4.InputsDigest != ev3.InputsDigest || replay.ReportDigest(relabelled) != ev3.InputsDigest {
+			t.Fatalf("relabel: code %d, labels %s, digest %q (was %q)\n%s", code, ev4.Labels, ev4.InputsDigest, ev3.InputsDigest, errOut)
+		}
+		plateaus := 0
+		for _, l := range set.Labels {
+			if l.Label == labels.Plateau {
+				plateaus++
+			}
+		}
+		if plateaus == 0 {
+			t.Fatalf("plateau_parts=1 found no plateau: %+v", set.Labels)
+		}
+		code, _, errOut = traj(t, append(args, "--output", out2, "--labels", "plateau_parts=1")...)
+		if again, _ := os.ReadFile(out2); code != 0 || !strings.Contains(errOut, "unchanged") || !bytes.Equal(again, relabelled) {
+			t.Fatalf("same thresholds again: code %d\n%s", code, errOut)
+		}
+		if code, _, errOut = traj(t, append(args, "--output", out2, "--labels", "plateau=1")...); code != 2 {
+			t.Fatalf("an unknown threshold: code %d\n%s", code, errOut)
 		}
 
 		page, _ := os.ReadFile(html)

@@ -26,6 +26,10 @@ type ReportCmd struct {
 	// Experiment groups the report by harness × model × task.
 	Experiment string `help:"Report one experiment, grouped by harness × model × task: its spec file or its name (from the store's record)." placeholder:"SPEC|NAME"`
 	WithReruns bool   `name:"with-reruns" help:"Count reruns and forks in the group statistics (by harness; an experiment's groups and harness comparisons). By default they are left out: a rerun repeats its source, a fork inherits its parts."`
+	// labelFlags: given, every trajectory's labels are computed again
+	// from its trace with these thresholds (else the evaluation's, or
+	// the defaults').
+	labelFlags
 }
 
 func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
@@ -50,14 +54,17 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 			return usageExit(err)
 		}
 	}
+	labelOpts, err := c.labelFlags.options()
+	if err != nil {
+		return err
+	}
 	var (
 		trajs []report.Trajectory
-		err   error
+		st    store.Store
 	)
 	if isTrajectoryFolderTree(raw) {
 		trajs, err = report.CollectFolders(ctx, raw, g.Logger)
 	} else {
-		var st store.Store
 		// A report never creates a store: a mistyped folder is an error, not an empty report.
 		st, err = location.Open(ctx, raw, location.Options{Logger: g.Logger, MustExist: true})
 		if err != nil {
@@ -67,6 +74,15 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if err != nil {
 		return err
+	}
+	if len(c.Labels) > 0 {
+		var from report.Store
+		if st != nil {
+			from = st
+		}
+		if err := report.Relabel(ctx, from, trajs, labelOpts, g.Logger); err != nil {
+			return err
+		}
 	}
 	r := report.Report{Title: c.Title, Source: raw, Trajectories: trajs, WithDerived: c.WithReruns}
 	for _, out := range []struct {

@@ -52,7 +52,8 @@
 // "traj.export.value_cap_bytes", "traj.trajectory_id", "traj.version"), in
 // ATIF's extra and in the manifest. Renaming or retyping a column, or
 // changing what it means, makes a new version; a new nullable column does
-// not.
+// not, nor a new table (labels came in schema 3: an earlier export lacks
+// its files, so the next export writes its trajectories again).
 //
 // Exporting into the same DIR again writes only what changed: a
 // trajectory's fingerprint is the key, size and modification time of its
@@ -328,4 +329,19 @@
 //	response               null; the response body as received, capped
 //	response_bytes         its full length
 //	response_truncated     BOOLEAN; the gateway itself cut the response
+//
+// labels — one row per failure label of the trajectory (replay/labels:
+// premature_stop, declared_infeasible, regression_loop, plateau, stall,
+// passing_then_lost, budget_exhausted_improving, suspect; the rules and
+// thresholds are that package's doc); empty when it has none:
+//
+//	trajectory_id, label
+//	part                   null; the part where the label shows (join parts.part);
+//	                       null: the whole trajectory
+//	evidence               what triggered it, in words ("best 10/10 at part 3,
+//	                       final 6/10 at part 4")
+//	source                 "evaluate": the labels the evaluation report holds
+//	                       (`traj replay evaluate`, with its thresholds);
+//	                       "computed": computed here with the default thresholds
+//	                       from the trace and the evaluation report, if any
 package export

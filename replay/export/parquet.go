@@ -17,6 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
@@ -151,6 +152,9 @@ type parquetExport struct {
 	evals *tableFile[EvaluationRow]
 	tests *tableFile[TestRow]
 	calls *tableFile[ModelCallRow]
+	marks *tableFile[LabelRow]
+	// labeller gathers what the failure labels need as the parts go by.
+	labeller *labels.Observer
 
 	sessions sessionMap
 	models   map[string]string // message id → provider/model
@@ -202,6 +206,10 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 		return nil, err
 	}
 	files = append(files, e.calls)
+	if e.marks, err = newTableFile[LabelRow](opts.Out, TableLabels, in.id, meta, opts); err != nil {
+		return nil, err
+	}
+	files = append(files, e.marks)
 
 	if err = e.scan(ctx); err != nil {
 		return nil, err
@@ -210,6 +218,9 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 		return nil, err
 	}
 	if err = e.modelCalls(ctx); err != nil {
+		return nil, err
+	}
+	if err = e.labels(); err != nil {
 		return nil, err
 	}
 	e.finishRow()
@@ -227,22 +238,50 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 	return map[string]int64{
 		TableTrajectories: e.traj.rows, TableParts: e.parts.rows,
 		TableEvaluations: e.evals.rows, TableTests: e.tests.rows, TableModelCalls: e.calls.rows,
+		TableLabels: e.marks.rows,
 	}, nil
 }
 
+// labels writes the trajectory's failure labels: those its evaluation
+// report holds (`traj replay evaluate`'s thresholds), else computed with
+// the default thresholds from the trace and the report.
+func (e *parquetExport) labels() error {
+	source := "computed"
+	set, ok := labels.Stored(e.in.eval)
+	if ok {
+		source = "evaluate"
+	} else {
+		set.Labels = e.labeller.Labels(e.in.eval, labels.Options{})
+	}
+	for _, l := range set.Labels {
+		row := LabelRow{TrajectoryID: e.in.id, Label: l.Label, Evidence: l.Evidence, Source: source}
+		if l.Part > 0 {
+			row.Part = i64(int64(l.Part))
+		}
+		if err := e.marks.add(row, int64(len(l.Evidence))+64); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (e *parquetExport) scan(ctx context.Context) error {
+	e.labeller = labels.NewObserver("", labels.Options{})
 	e.row = TrajectoryRow{TrajectoryID: e.in.id, Source: e.in.where, TraceRebuilt: e.in.rebuilt}
 	// The parts table keeps copies (strings) of what it reads from a
 	// part: the read may use a batch's memory again.
 	err := readTrace(ctx, e.in.tracePath, 0, readOptions{reuse: true}, traceVisitor{
 		OnHeader: func(h *trace.Header) error {
 			e.header(h)
+			e.labeller = labels.NewObserver(h.Agent, labels.Options{})
 			return nil
 		},
 		OnPart: func(turn int, d *decodedPart) error {
+			e.labeller.PartRead(&d.Part, d.view.Text)
 			return e.part(ctx, turn, d)
 		},
 		OnTurn: func(i int, t *trace.Turn) error {
+			e.labeller.Turn(t)
 			e.turns = i + 1
 			if e.pending != nil && int(e.pending.Turn) == i+1 && e.pending.ModelCallSeq == nil {
 				for _, raw := range t.TrailingParts {
@@ -258,6 +297,7 @@ func (e *parquetExport) scan(ctx context.Context) error {
 				Agent: t.Agent, AgentModel: t.AgentModel, StartedAt: t.StartedAt, Task: t.Task, Environment: t.Environment,
 				RerunOf: t.RerunOf, ForkedFrom: t.ForkedFrom})
 			e.usage.End(t.SessionEnd)
+			e.labeller.End(t)
 			if se := t.SessionEnd; se != nil {
 				if err := e.groundTruth(se.GroundTruth); err != nil {
 					return err

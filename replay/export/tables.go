@@ -180,6 +180,16 @@ type ModelCallRow struct {
 	ResponseTruncated bool       `parquet:"response_truncated"`
 }
 
+// LabelRow is one row of the labels table: one failure label of a
+// trajectory (replay/labels) and the evidence that triggered it.
+type LabelRow struct {
+	TrajectoryID string `parquet:"trajectory_id,dict"`
+	Label        string `parquet:"label,dict"`
+	Part         *int64 `parquet:"part,optional"`
+	Evidence     string `parquet:"evidence"`
+	Source       string `parquet:"source,dict"`
+}
+
 // Table names, in the order they are written.
 const (
 	TableTrajectories = "trajectories"
@@ -187,9 +197,10 @@ const (
 	TableEvaluations  = "evaluations"
 	TableTests        = "tests"
 	TableModelCalls   = "model_calls"
+	TableLabels       = "labels"
 )
 
 // TableNames lists the Parquet tables every export writes.
 func TableNames() []string {
-	return []string{TableTrajectories, TableParts, TableEvaluations, TableTests, TableModelCalls}
+	return []string{TableTrajectories, TableParts, TableEvaluations, TableTests, TableModelCalls, TableLabels}
 }

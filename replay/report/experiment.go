@@ -73,6 +73,9 @@ type Experiment struct {
 	// LeftOut are slots whose latest attempt is a rerun or a fork, not in
 	// the statistics (ExperimentOptions.WithDerived).
 	LeftOut []string `json:"reruns_and_forks_left_out,omitempty"`
+	// LabelCounts are the failure labels of the slots' latest attempts
+	// (those in the statistics) by harness and model.
+	LabelCounts []LabelCount `json:"label_counts"`
 }
 
 // HarnessPair compares two harnesses on one task and score source: the
@@ -190,6 +193,7 @@ func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*Summa
 	e := &Experiment{Name: name, Groups: []Group{}, Pairs: []Pair{}, Harnesses: []HarnessPair{}}
 	groups := map[string]*Group{}
 	var order []string
+	var counted []Trajectory
 	for _, s := range slots {
 		var latest *SummaryFile
 		attempts := 0
@@ -210,6 +214,7 @@ func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*Summa
 			e.LeftOut = append(e.LeftOut, latest.ID)
 			continue
 		}
+		counted = append(counted, latest.Trajectory)
 		key := strings.Join([]string{s.Harness, s.Model, s.Task, s.Variant, latest.RateSource}, "\x00")
 		g := groups[key]
 		if g == nil {
@@ -285,6 +290,7 @@ func buildExperiment(name string, slots []ExperimentSlot, byID map[string]*Summa
 	})
 	e.Pairs = pairs(e.Groups)
 	e.Harnesses = harnessPairs(e.Groups)
+	e.LabelCounts = Report{Trajectories: counted, WithDerived: true}.LabelCounts()
 	return e
 }
 

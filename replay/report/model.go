@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -105,6 +106,10 @@ type Trajectory struct {
 	RerunOf    string `json:"rerun_of,omitempty"`
 	ForkedFrom string `json:"forked_from,omitempty"`
 	ForkPart   int    `json:"fork_part,omitempty"`
+	// Labels are the failure labels (replay/labels) with their evidence:
+	// the evaluation report's when it holds them, else computed with the
+	// default thresholds (`traj report --labels` computes them again).
+	Labels []labels.Label `json:"labels,omitempty"`
 }
 
 // SuiteRate is one suite's latest counts.
@@ -179,6 +184,7 @@ func Summarize(tr *trace.Trace, ev *replay.Output) Trajectory {
 	if ev != nil {
 		t.Regressions = replay.Regressions(ev.TestAttribution)
 	}
+	t.Labels = labelsOf(tr, ev)
 	return t
 }
 

@@ -9,13 +9,14 @@ import (
 	"io"
 
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 )
 
 // SummaryVersion changes when the summary file's content changes meaning;
 // a report recomputes summaries of another version from the trace.
-const SummaryVersion = 2
+const SummaryVersion = 3
 
 // SummaryFile is trajectories/<id>/summary.json: a finished trajectory's
 // report row from its trace (rates from ground truth, else the agent's run_tests calls), so a
@@ -133,6 +134,9 @@ func (s *SummaryFile) withEvaluation(ev *replay.Output) Trajectory {
 	agent := Series{Source: FromRunTests, Points: t.AgentByPart, Latest: t.AgentSuites}
 	t.setScores(Scores{Score: EvaluationSeries(ev), Agent: agent})
 	t.Regressions = replay.Regressions(ev.TestAttribution)
+	if ls, ok := labels.Stored(ev); ok {
+		t.Labels = nonNilLabels(ls.Labels)
+	}
 	return t
 }
 

@@ -21,8 +21,9 @@ func WriteJSON(w io.Writer, r Report) error {
 	enc.SetIndent("", "  ")
 	out := struct {
 		Report
-		Harnesses []HarnessRow `json:"harnesses"`
-	}{r, r.ByHarness()}
+		Harnesses   []HarnessRow `json:"harnesses"`
+		LabelCounts []LabelCount `json:"label_counts"`
+	}{r, r.ByHarness(), r.LabelCounts()}
 	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("write report JSON: %w", err)
 	}
@@ -106,7 +107,7 @@ func (r Report) suiteNames() []string {
 // scripts, no external resources. With one trajectory that has per-suite
 // results it also shows the per-suite chart and the regressions table.
 func WriteHTML(w io.Writer, r Report) error {
-	v := pageView{Report: r, Single: len(r.Trajectories) == 1, Harnesses: r.ByHarness()}
+	v := pageView{Report: r, Single: len(r.Trajectories) == 1, Harnesses: r.ByHarness(), LabelCounts: r.LabelCounts()}
 	var overall []series
 	for i, t := range r.Trajectories {
 		overall = append(overall, series{Name: t.ID, Points: t.ByPart, Color: color(i), End: t.Parts})
@@ -190,9 +191,11 @@ type pageView struct {
 	Report
 	Single    bool
 	Harnesses []HarnessRow
-	Overall   template.HTML
-	Reasons   template.HTML
-	Trajs     []trajView
+	// LabelCounts are the failure labels by harness and model.
+	LabelCounts []LabelCount
+	Overall     template.HTML
+	Reasons     template.HTML
+	Trajs       []trajView
 }
 
 type trajView struct {
@@ -331,7 +334,16 @@ svg .mark{stroke-width:1;stroke-dasharray:2 2}svg .marklab{fill:#57606a;font-siz
 {{range .Trajectories}}<tr><td>{{.ID}}{{if .TraceID}} <span class="muted">(trace says {{printf "%q" .TraceID}})</span>{{end}}{{with lineage .}}<br><span class="muted">{{.}}</span>{{end}}</td><td>{{dash (harness .)}}</td><td>{{dash .Model}}</td><td class="num">{{.Parts}}</td><td class="num">{{.Turns}}</td><td><span class="reason {{.EndReason}}">{{dash .EndReason}}</span></td><td class="num">{{dur .DurationSeconds}}</td><td class="num">{{tokens .}}</td><td class="num">{{money .Cost}}</td><td><span class="bar"><i style="width:{{width .PassRate}}%"></i></span>{{pct .PassRate}}{{if .RateSource}} <span class="muted">({{source .RateSource}})</span>{{end}}{{if .BestRate}}<br><span class="muted">best {{pct .BestRate}} at part {{.BestPart}}{{if .SolvedAt}}, solved at part {{.SolvedAt}}{{end}}</span>{{end}}{{if .SuspectPart}}<br><span class="reason suspect" title="cases whose program did what a program ignoring its input does">suspect from part {{.SuspectPart}}{{if .FixedLike}} ({{.FixedLike}} fixed-like){{end}}</span>{{end}}{{with gap .}}<br><span class="muted">{{.}}</span>{{end}}</td><td>{{suites .}}</td></tr>
 {{end}}</tbody>
 </table>
-{{if .Single}}{{range .Trajectories}}
+{{if .LabelCounts}}<h2>Failure labels</h2>
+<table>
+<thead><tr><th>harness</th><th>model</th><th>label</th><th class="num">trajectories</th></tr></thead>
+<tbody>{{range .LabelCounts}}<tr><td>{{dash .Harness}}</td><td>{{dash .Model}}</td><td>{{.Label}}</td><td class="num">{{.Trajectories}} of {{.Of}}</td></tr>{{end}}</tbody>
+</table>
+<table style="margin-top:12px">
+<thead><tr><th>trajectory</th><th>label</th><th class="num">part</th><th>evidence</th></tr></thead>
+<tbody>{{range $t := .Trajectories}}{{range .Labels}}<tr><td>{{$t.ID}}</td><td>{{.Label}}</td><td class="num">{{if .Part}}{{.Part}}{{else}}–{{end}}</td><td>{{.Evidence}}</td></tr>{{end}}{{end}}</tbody>
+</table>
+{{end}}{{if .Single}}{{range .Trajectories}}
 <h2>Latest pass rate per suite</h2>
 <table>
 <thead><tr><th>suite</th><th class="num">passed</th><th class="num">total</th><th>rate</th><th class="num">at part</th></tr></thead>
@@ -367,6 +379,9 @@ func WriteText(w io.Writer, r Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	if err := writeLabelsText(w, r); err != nil {
+		return err
 	}
 	if len(r.Trajectories) < 2 {
 		return nil

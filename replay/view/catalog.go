@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/replay/report"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
@@ -327,7 +328,7 @@ func (c *catalog) saveIndex(uri string, ix *Index) {
 
 // evalCacheVersion changes whenever evalCache's encoding or the reduction
 // (newEvalData, report.EvaluationSeries) does.
-const evalCacheVersion = "view-eval-1"
+const evalCacheVersion = "view-eval-2"
 
 // evalCache is a trajectory's reduced evaluation as the cache folder keeps
 // it, with the report's stamp it was read at.
@@ -336,6 +337,7 @@ type evalCache struct {
 	Series report.Series
 	Tests  []testRow
 	Fixed  map[int][]string
+	Labels []labels.Label
 }
 
 func (c *catalog) evalCachePath(uri string) string {
@@ -366,7 +368,7 @@ func (c *catalog) loadEval(uri, stamp string) *evalData {
 	if ec.Stamp != stamp {
 		return nil
 	}
-	e := &evalData{series: ec.Series, tests: ec.Tests, fixed: ec.Fixed}
+	e := &evalData{series: ec.Series, tests: ec.Tests, fixed: ec.Fixed, labels: ec.Labels}
 	e.normalize()
 	return e
 }
@@ -378,7 +380,7 @@ func (c *catalog) saveEval(uri, stamp string, e *evalData) {
 	if p == "" {
 		return
 	}
-	ec := evalCache{Stamp: stamp, Series: e.series, Tests: e.tests, Fixed: e.fixed}
+	ec := evalCache{Stamp: stamp, Series: e.series, Tests: e.tests, Fixed: e.fixed, Labels: e.labels}
 	if err := atomicfile.Write(p, func(w io.Writer) error { return gob.NewEncoder(w).Encode(&ec) }); err != nil {
 		c.logger.Debug("cache evaluation", "err", err)
 	}

@@ -7,8 +7,9 @@
 //	                   sparkline, cost, duration; filter, sort, group by model, harness,
 //	                   task or experiment (n, mean ± sd, best, solved, medians to 50 %
 //	                   and 90 %), pick several or all shown to compare
-//	#/t/ID[/PART]      trajectory: score curve by part or time with regressions and
-//	                   first passes marked; the part timeline (sub-agent parts
+//	#/t/ID[/PART]      trajectory: score curve by part or time with regressions,
+//	                   first passes and the evaluation report's failure labels
+//	                   (replay/labels: ◆, label and evidence) marked; the part timeline (sub-agent parts
 //	                   indented under their parent session) with search and filters;
 //	                   a part as what its tool did (render.go: an edit as a diff, a
 //	                   write as the file, a command then its output, run_tests as a

@@ -45,6 +45,11 @@ func (e *evalReport) read(s *jsonScan) error {
 		switch {
 		case strings.EqualFold(key, "part_evaluations"):
 			err = e.readParts(s)
+		case strings.EqualFold(key, "labels"):
+			var raw []byte
+			if raw, err = s.value(true); err == nil {
+				e.out.Labels = append(json.RawMessage(nil), raw...)
+			}
 		case strings.EqualFold(key, "test_attribution"):
 			var raw []byte
 			if raw, err = s.value(true); err == nil {

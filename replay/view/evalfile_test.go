@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/trace/store"
 )
 
@@ -49,7 +50,11 @@ func sorted(e *evalData) *evalData {
 // 3,058-case report.
 func TestEvalReportSameAsFull(t *testing.T) {
 	dir := sharedSample(t)
-	bench, err := replay.MarshalIndent(benchEvaluation(700))
+	// The bench report holds failure labels: they reach the curve's
+	// marks through the streamed read and the cache folder alike.
+	benchOut := benchEvaluation(700)
+	benchOut.Labels, _ = labels.Marshal([]labels.Label{{Label: labels.Plateau, Part: 120, Evidence: "no new test passing from part 120 to part 400"}}, labels.Options{})
+	bench, err := replay.MarshalIndent(benchOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +80,9 @@ func TestEvalReportSameAsFull(t *testing.T) {
 			want := newEvalData(&full)
 			if want.series.Empty() || len(want.tests) == 0 {
 				t.Fatalf("%s: no score or no tests to compare", name)
+			}
+			if name == "bench" && (len(want.labels) != 1 || want.labels[0].Part != 120) {
+				t.Fatalf("bench: labels %+v", want.labels)
 			}
 			if name == "alpha" || name == "bench" {
 				if len(want.series.Drops) == 0 || len(want.fixed) == 0 {

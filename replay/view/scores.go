@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/trajlab/traj/replay"
+	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/replay/report"
 )
 
@@ -23,6 +24,8 @@ type evalData struct {
 	tests  []testRow
 	// fixed: part → tests that passed again there.
 	fixed map[int][]string
+	// labels are the failure labels the report holds (replay/labels).
+	labels []labels.Label
 }
 
 // testRow is one test's attribution.
@@ -43,6 +46,9 @@ func newEvalData(out *replay.Output) *evalData {
 		e.tests = append(e.tests, testRow{Test: id, FirstPass: a.FirstPassPart, BrokenAt: a.BrokenAt, FixedAt: a.FixedAt, PassingAtEnd: a.PassingAtEnd})
 	}
 	sort.Slice(e.tests, func(i, j int) bool { return e.tests[i].Test < e.tests[j].Test })
+	if set, ok := labels.Stored(out); ok {
+		e.labels = set.Labels
+	}
 	e.normalize()
 	return e
 }
@@ -150,7 +156,7 @@ func milestones(parts []int, rates []float64) map[string]int {
 type Mark struct {
 	Part  int      `json:"part"`
 	Time  int64    `json:"time"`
-	Kind  string   `json:"kind"` // regression | first_pass
+	Kind  string   `json:"kind"` // regression | first_pass | label (Tests: "label: evidence")
 	Tests []string `json:"tests"`
 	Count int      `json:"count"`
 }
@@ -194,6 +200,15 @@ func (s *snapshot) curve() Curve {
 	}
 	c.Marks = append(c.Marks, marks(sr.Drops, "regression", at)...)
 	c.Marks = append(c.Marks, marks(sr.Gains, "first_pass", at)...)
+	if s.eval != nil {
+		// Failure labels at their part, the label and its evidence as
+		// the mark's one line.
+		for _, l := range s.eval.labels {
+			if l.Part > 0 {
+				c.Marks = append(c.Marks, Mark{Part: l.Part, Time: int64(at(l.Part)), Kind: "label", Count: 1, Tests: []string{l.Label + ": " + l.Evidence}})
+			}
+		}
+	}
 	sort.Slice(c.Marks, func(i, j int) bool { return c.Marks[i].Part < c.Marks[j].Part })
 	return c
 }

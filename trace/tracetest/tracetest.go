@@ -158,6 +158,11 @@ type Spec struct {
 	End string
 	// Artifacts is written with session_end.
 	Artifacts map[string]string
+	// Edit, when set, changes part n after it is built (its text, time,
+	// kind): what a test needs that the fields above do not say.
+	Edit func(p *trace.Part)
+	// EndDetail is written with session_end.
+	EndDetail string
 }
 
 func (s Spec) part(n int) *trace.Part {
@@ -175,6 +180,9 @@ func (s Spec) part(n int) *trace.Part {
 		p.EnvoiCalls = calls
 	}
 	p.GroundTruth = s.GroundTruth[n]
+	if s.Edit != nil {
+		s.Edit(p)
+	}
 	return p
 }
 
@@ -224,7 +232,7 @@ func write(path string, s Spec) error {
 		}
 	}
 	if s.End != "" {
-		if err := w.Finish(trace.SessionEnd{Reason: s.End, EndedAt: Time(n + 1), GroundTruth: s.EndGroundTruth}, s.Artifacts); err != nil {
+		if err := w.Finish(trace.SessionEnd{Reason: s.End, EndedAt: Time(n + 1), Detail: s.EndDetail, GroundTruth: s.EndGroundTruth}, s.Artifacts); err != nil {
 			return err
 		}
 	}
@@ -264,7 +272,7 @@ func Build(s Spec) *trace.Trace {
 		t.Turns = append(t.Turns, turn)
 	}
 	if s.End != "" {
-		t.SessionEnd = &trace.SessionEnd{Reason: s.End, TotalParts: n, TotalTurns: len(s.Turns), FinalGitCommit: final, EndedAt: Time(n + 1), GroundTruth: s.EndGroundTruth}
+		t.SessionEnd = &trace.SessionEnd{Reason: s.End, TotalParts: n, TotalTurns: len(s.Turns), FinalGitCommit: final, EndedAt: Time(n + 1), Detail: s.EndDetail, GroundTruth: s.EndGroundTruth}
 		if s.Artifacts != nil {
 			t.Artifacts = s.Artifacts
 		}

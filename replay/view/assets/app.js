@@ -326,9 +326,10 @@
     for (const b of buckets.values()) {
       const x = X(b.x);
       const many = b.parts.length > 1;
-      const label = (many ? b.parts.length + " parts, " + b.count + (b.kind === "regression" ? " broke" : " first passed") + ":\n" : "") + b.labels.join("\n") + (b.parts.length > b.labels.length ? "\n…" : "");
+      const label = (many ? b.parts.length + " parts, " + b.count + (b.kind === "regression" ? " broke" : b.kind === "label" ? " failure labels" : " first passed") + ":\n" : "") + b.labels.join("\n") + (b.parts.length > b.labels.length ? "\n…" : "");
       const g = svg("g", { class: "mark mark-" + b.kind, "data-part": b.parts[0], "data-count": b.parts.length, onclick: b.first.onclick });
       if (b.kind === "regression") g.appendChild(svg("path", { d: `M${x - 5} ${T} L${x + 5} ${T} L${x} ${T + 8} Z` }));
+      else if (b.kind === "label") g.appendChild(svg("path", { d: `M${x} ${T + 12} L${x + 5} ${T + 17} L${x} ${T + 22} L${x - 5} ${T + 17} Z` }));
       else g.appendChild(svg("circle", { cx: x, cy: Y(0) - 4, r: 3.5 }));
       if (many) g.appendChild(svg("text", { x: x + 6, y: b.kind === "regression" ? T + 8 : Y(0) - 8, class: "mark-count" }, String(b.parts.length)));
       g.appendChild(svg("title", {}, label));
@@ -368,7 +369,7 @@
         if (hidden.has(s.name)) hidden.delete(s.name); else hidden.add(s.name);
         box._redraw();
       } }, sw, s.name);
-    }), (marks || []).length ? el("span", { class: "muted" }, el("b", { class: "key-regression" }, "▼"), " regression ", el("b", { class: "key-first" }, "●"), " first pass (click to open; a number is how many parts share the pixel)") : null,
+    }), (marks || []).length ? el("span", { class: "muted" }, el("b", { class: "key-regression" }, "▼"), " regression ", el("b", { class: "key-first" }, "●"), " first pass ", el("b", { class: "key-label" }, "◆"), " failure label (click to open; a number is how many parts share the pixel)") : null,
     reset, readout));
   }
 
@@ -468,7 +469,7 @@
       const marks = curve.marks.map((m) => ({
         x: st.by === "part" ? m.part : (m.time - t0) / 1000, part: m.part, kind: m.kind,
         count: m.count,
-        label: (m.kind === "regression" ? "part " + m.part + " broke " : "part " + m.part + " first passed ") + m.count + ": " + m.tests.join(", ") + (m.count > m.tests.length ? " …" : ""),
+        label: m.kind === "label" ? "part " + m.part + " " + m.tests.join(", ") : (m.kind === "regression" ? "part " + m.part + " broke " : "part " + m.part + " first passed ") + m.count + ": " + m.tests.join(", ") + (m.count > m.tests.length ? " …" : ""),
         onclick: () => jump(m.part),
       }));
       const cursor = st.sel ? (st.by === "part" ? st.sel : (rowAt(st.sel) ? (rowAt(st.sel).time - t0) / 1000 : undefined)) : undefined;
