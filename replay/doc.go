@@ -41,6 +41,10 @@
 //	environment, test_paths, stats (parts, unique commits and trees, trees
 //	evaluated, cache hits, failures, workers, duration_ms)
 //
+// FreshGap (freshgap.go) is the one rule for the public − fresh gap of a
+// result (public suites' pass rate minus the generated fresh suite's):
+// the report, the viewer and the export all call it.
+//
 // A test id is "<suite path>/<case>" unless the case name is already
 // qualified (the C-compiler environment names cases
 // "basics/smoke/hello.c"). Attribution walks parts in order: a test absent

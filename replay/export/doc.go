@@ -30,6 +30,8 @@
 // file_path, exit_code, from the adapter's agent.Action), and tool_input
 // written one way for every harness (agent.PlainJSON: compact, <, > and &
 // unescaped; before, two harnesses' inputs carried \u003c escapes).
+// Still schema 3, added nullable: the public − fresh gap
+// (evaluations.fresh_gap, trajectories.final_fresh_gap).
 //
 // # Layout, versions, incremental export
 //
@@ -161,6 +163,10 @@
 //	unattributed_tokens, unattributed_cost_usd, unattributed_calls
 //	                       null; the gateway's usage no part claims (a call cut
 //	                       by the budget, a retried call): parts + these = totals
+//	final_fresh_gap        null; the public − fresh gap of the final result above
+//	                       (replay.FreshGap: the pass rate of every suite but
+//	                       "fresh", cases pooled, minus fresh's, its levels
+//	                       pooled); null when that result lacks either side
 //
 // parts — one row per counted part (row count = the trace's parts):
 //
@@ -245,6 +251,11 @@
 //	duration_ms            null
 //	timestamp              null; run_tests: when the call completed; ground_truth:
 //	                       when the result landed
+//	fresh_gap              null; evaluate and ground_truth: the public − fresh gap
+//	                       (replay.FreshGap) of the whole result the row is a
+//	                       suite of, the same on each of its rows; null when the
+//	                       result lacks the fresh suite or a public one, and on
+//	                       run_tests rows (one path each)
 //
 // tests — one row per test case of the evaluation report's attribution,
 // or, without a report, of the trace's full ground truth with each result's

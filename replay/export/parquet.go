@@ -493,6 +493,13 @@ func (e *parquetExport) groundTruth(gts []trace.GroundTruth) error {
 			}
 			continue
 		}
+		counts := make(map[string][2]int64, len(gt.Suites))
+		for _, sc := range gt.Suites {
+			counts[sc.Path] = [2]int64{sc.Passed, sc.Total}
+		}
+		if gap, ok := replay.FreshGap(counts); ok {
+			base.FreshGap = f64(gap)
+		}
 		for _, sc := range gt.Suites {
 			r := base
 			r.Suite = str(sc.Path)
@@ -604,6 +611,13 @@ func (e *parquetExport) evaluations(ctx context.Context) error {
 			suites = append(suites, s)
 		}
 		slices.Sort(suites)
+		counts := make(map[string][2]int64, len(ce.Suites))
+		for s, sr := range ce.Suites {
+			counts[s] = [2]int64{int64(sr.Passed), int64(sr.Total)}
+		}
+		if gap, ok := replay.FreshGap(counts); ok {
+			base.FreshGap = f64(gap)
+		}
 		for _, s := range suites {
 			sr := ce.Suites[s]
 			r := base
@@ -624,6 +638,13 @@ func (e *parquetExport) evaluations(ctx context.Context) error {
 		if last != nil && last.Error == "" {
 			e.row.FinalPassed, e.row.FinalFailed, e.row.FinalTotal = i64(int64(last.Passed)), i64(int64(last.Failed)), i64(int64(last.Total))
 			e.row.FinalPassRate = f64(last.PassRate)
+			counts := make(map[string][2]int64, len(last.Suites))
+			for s, su := range last.Suites {
+				counts[s] = [2]int64{int64(su.Passed), int64(su.Total)}
+			}
+			if gap, ok := replay.FreshGap(counts); ok {
+				e.row.FinalFreshGap = f64(gap)
+			}
 		}
 		for _, k := range keys {
 			pe := ev.PartEvaluations[k]
@@ -685,6 +706,13 @@ func (e *parquetExport) groundTruthScores(ctx context.Context) error {
 	last := full[len(full)-1]
 	e.row.FinalPassed, e.row.FinalFailed, e.row.FinalTotal = i64(last.Passed), i64(last.Failed), i64(last.Total)
 	e.row.FinalPassRate = f64(rate(last))
+	counts := make(map[string][2]int64, len(last.Suites))
+	for _, sc := range last.Suites {
+		counts[sc.Path] = [2]int64{sc.Passed, sc.Total}
+	}
+	if gap, ok := replay.FreshGap(counts); ok {
+		e.row.FinalFreshGap = f64(gap)
+	}
 	for _, g := range full {
 		if e.row.BestPassRate == nil || rate(g) > *e.row.BestPassRate {
 			e.row.BestPassRate, e.row.BestPart = f64(rate(g)), i64(int64(g.Part))

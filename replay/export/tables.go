@@ -58,6 +58,9 @@ type TrajectoryRow struct {
 	UnattributedTokens    *int64   `parquet:"unattributed_tokens,optional"`
 	UnattributedCostUSD   *float64 `parquet:"unattributed_cost_usd,optional"`
 	UnattributedCallCount *int64   `parquet:"unattributed_calls,optional"`
+	// FinalFreshGap is replay.FreshGap of the final result (the one
+	// final_pass_rate is): public pass rate minus the fresh suite's.
+	FinalFreshGap *float64 `parquet:"final_fresh_gap,optional"`
 }
 
 // PartRow is one row of the parts table: one counted part.
@@ -134,6 +137,9 @@ type EvaluationRow struct {
 	Error        *string    `parquet:"error,optional"`
 	DurationMs   *int64     `parquet:"duration_ms,optional"`
 	Timestamp    *time.Time `parquet:"timestamp,optional,timestamp(microsecond:utc)"`
+	// FreshGap is replay.FreshGap of the whole result the row is a suite
+	// of (evaluate, ground_truth), the same on each of its rows.
+	FreshGap *float64 `parquet:"fresh_gap,optional"`
 }
 
 // TestRow is one row of the tests table: one test case's history over the

@@ -488,30 +488,13 @@ func suspects(pts []point, o Options) []Label {
 }
 
 // FreshSuite is the C environment's generated suite
-// (environment/ccompiler/fresh).
-const FreshSuite = "fresh"
+// (environment/ccompiler/fresh; replay.FreshSuite).
+const FreshSuite = replay.FreshSuite
 
-// Gap is the public − fresh gap of one result: the pass rate over every
-// path but fresh's (cases pooled) minus fresh's, given each path's passed
-// and total; ok is false unless both sides have cases ("all" mixes them
-// and counts as neither). The one rule the report's gap uses too.
-func Gap(counts map[string][2]int64) (gap float64, ok bool) {
-	var pubP, pubT, frP, frT int64
-	for path, c := range counts {
-		suite, _, _ := strings.Cut(path, "/")
-		switch {
-		case path == "all":
-		case suite == FreshSuite:
-			frP, frT = frP+c[0], frT+c[1]
-		default:
-			pubP, pubT = pubP+c[0], pubT+c[1]
-		}
-	}
-	if pubT <= 0 || frT <= 0 {
-		return 0, false
-	}
-	return float64(pubP)/float64(pubT) - float64(frP)/float64(frT), true
-}
+// Gap is the public − fresh gap of one result, given each path's passed
+// and total: replay.FreshGap, the one rule the report, the export and the
+// viewer use too.
+func Gap(counts map[string][2]int64) (gap float64, ok bool) { return replay.FreshGap(counts) }
 
 // ParseSettings reads thresholds given as name=value pairs (the JSON
 // names of Options' fields, e.g. plateau_parts=30): what the --labels

@@ -4,7 +4,7 @@
 // reasons), written as a self-contained HTML page (inline CSS and SVG, no
 // scripts, no network), CSV or JSON. Where a result holds the generated
 // fresh suite beside public ones, the row carries the public − fresh gap
-// per checkpoint (gap.go; JSON fresh_gap_by_part, a line in the page).
+// per checkpoint (replay.FreshGap; JSON fresh_gap_by_part, a line in the page).
 package report
 
 import (

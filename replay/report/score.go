@@ -30,7 +30,7 @@ type Series struct {
 	Suites map[string][]Point `json:"suites,omitempty"`
 	// Latest is the newest counts per suite.
 	Latest []SuiteRate `json:"latest"`
-	// FreshGap is the public − fresh gap (gapAt) at each part whose
+	// FreshGap is the public − fresh gap (replay.FreshGap) at each part whose
 	// result has both, ascending by part (measured sources only).
 	FreshGap []Point `json:"fresh_gap,omitempty"`
 	// SolvedAt is the first part whose result passed every case (0: none).
@@ -123,7 +123,7 @@ func EvaluationSeries(ev *replay.Output) Series {
 			s.Suites[name] = append(s.Suites[name], Point{Part: part, Rate: su.PassRate})
 			counts[name] = [2]int64{int64(su.Passed), int64(su.Total)}
 		}
-		if gap, ok := gapAt(counts); ok {
+		if gap, ok := replay.FreshGap(counts); ok {
 			s.FreshGap = append(s.FreshGap, Point{Part: part, Rate: gap})
 		}
 	}
@@ -193,7 +193,7 @@ func GroundTruthSeries(results []trace.GroundTruth) Series {
 		for _, su := range g.Suites {
 			counts[su.Path] = [2]int64{su.Passed, su.Total}
 		}
-		if gap, ok := gapAt(counts); ok {
+		if gap, ok := replay.FreshGap(counts); ok {
 			s.FreshGap = append(s.FreshGap, Point{Part: part, Rate: gap})
 		}
 		for _, su := range g.Suites {

@@ -22,6 +22,11 @@
 //	                   store): the source whole, dashed, the fork from its fork
 //	                   point on, a mark at that part
 //
+// Where the score has the generated fresh suite beside public ones, the
+// store row and the trajectory page show the latest public − fresh gap
+// (replay.FreshGap, in points, with its part), and the curve's data
+// carries it per checkpoint (Curve.FreshGap; Summary.FreshGap).
+//
 // A fork's or rerun's store row and trajectory page say where it came from
 // (lineage.go: the trace's forked_from or rerun_of, and a rerun's
 // rerun.json summary line), the source a link when the store holds it.

@@ -69,6 +69,11 @@ type Summary struct {
 	// (report.Series.Suspect); FixedLike their count at the latest.
 	SuspectPart int `json:"suspect_part,omitempty"`
 	FixedLike   int `json:"fixed_like,omitempty"`
+	// FreshGap is the latest public − fresh gap (replay.FreshGap: public
+	// pass rate minus the fresh suite's) and FreshGapPart its part;
+	// absent without a result that has both.
+	FreshGap     *float64 `json:"fresh_gap,omitempty"`
+	FreshGapPart int      `json:"fresh_gap_part,omitempty"`
 }
 
 func (s *snapshot) summary(id string) Summary {
@@ -110,6 +115,10 @@ func (s *snapshot) summary(id string) Summary {
 	sum.Score, sum.Source, sum.Suites = c.Rate, c.Source, c.Latest
 	sum.Best, sum.BestPart, sum.SolvedAt = c.Best, c.BestPart, c.SolvedAt
 	sum.SuspectPart, sum.FixedLike = c.SuspectPart, c.FixedLike
+	if c.gap != nil {
+		g := c.gap.Rate
+		sum.FreshGap, sum.FreshGapPart = &g, c.gap.Part
+	}
 	if len(c.Milestones) > 0 {
 		sum.Milestones, sum.Hours, sum.Dollars = c.Milestones, map[string]float64{}, map[string]float64{}
 		for k, part := range c.Milestones {

@@ -128,12 +128,18 @@ type Curve struct {
 	// SuspectPart and FixedLike: report.Series.Suspect.
 	SuspectPart int `json:"suspect_part,omitempty"`
 	FixedLike   int `json:"fixed_like,omitempty"`
+	// FreshGap is the public − fresh gap (replay.FreshGap, through
+	// report.Series.FreshGap) as [part, unix ms, gap] triples, at each
+	// checkpoint whose result has both sides; absent without a fresh suite.
+	FreshGap [][3]float64 `json:"fresh_gap,omitempty"`
 	// Agent is the overall rate the agent's run_tests calls claimed, when
 	// the score comes from elsewhere: a separate series, never the score.
 	Agent [][3]float64 `json:"agent,omitempty"`
 	// Milestones is, per pass rate in milestoneRates, the first part that
 	// reached it (absent: never), from every point, not the downsampled.
 	Milestones map[string]int `json:"milestones"`
+	// gap is the latest FreshGap point, before downsampling (the summary's).
+	gap *report.Point
 }
 
 // milestoneRates are the pass rates parts-to-milestone is reported for.
@@ -194,6 +200,11 @@ func (s *snapshot) curve() Curve {
 	b, bp, _ := sr.Best()
 	c.Best, c.BestPart, c.SolvedAt = &b, bp, sr.SolvedAt
 	c.SuspectPart, c.FixedLike = sr.Suspect()
+	if len(sr.FreshGap) > 0 {
+		ps, gs := split(sr.FreshGap)
+		c.FreshGap = downsample(ps, gs, at)
+		c.gap = &sr.FreshGap[len(sr.FreshGap)-1]
+	}
 	if sr.Source != fromRunTests && !sc.Agent.Empty() {
 		ps, rs := split(sc.Agent.Points)
 		c.Agent = downsample(ps, rs, at)

@@ -59,6 +59,8 @@
   const enc = encodeURIComponent;
 
   function prettyJSON(s) { try { return JSON.stringify(JSON.parse(s), null, 2); } catch (e) { return s; } }
+  // gapPts is a public − fresh gap in signed percentage points.
+  function gapPts(x) { return (x > 0 ? "+" : "") + (100 * x).toFixed(1) + " pts"; }
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
   // srcName says where a score comes from: a stored evaluation, traj's
   // ground truth during the run, or (only when neither exists) the agent's
@@ -204,7 +206,8 @@
           el("td", {}, el("a", { href: "#/t/" + enc(r.id), class: "traj-link" }, r.id), lineageLine(r.lineage), r.error ? el("div", { class: "bad" }, r.error) : null, r.warning ? el("div", { class: "warn" }, r.warning) : null),
           el("td", {}, r.agent || "–"), el("td", {}, r.model || "–"), el("td", {}, r.task || "–"), el("td", {}, sparkline(r.spark)),
           el("td", { class: "num" }, num(r.parts)), el("td", {}, endBadge(r)),
-          el("td", { class: "num" }, pct(r.score), r.suspect_part ? el("div", { class: "warn suspect", title: "cases whose program did what a program ignoring its input does" }, "suspect @" + r.suspect_part) : null),
+          el("td", { class: "num" }, pct(r.score), r.suspect_part ? el("div", { class: "warn suspect", title: "cases whose program did what a program ignoring its input does" }, "suspect @" + r.suspect_part) : null,
+            r.fresh_gap !== null && r.fresh_gap !== undefined ? el("div", { class: "muted fresh-gap", title: "public − fresh gap at part " + r.fresh_gap_part }, "gap " + gapPts(r.fresh_gap)) : null),
           el("td", { class: "num" }, r.best === null || r.best === undefined ? "–" : [pct(r.best), el("span", { class: "muted" }, " @" + r.best_part)]),
           el("td", { class: "num" }, r.solved_at ? el("a", { href: "#/t/" + enc(r.id) + "/" + r.solved_at }, "part " + r.solved_at) : "–"),
           el("td", { class: "muted src" }, srcName(r.score_source)),
@@ -447,6 +450,7 @@
           m.best !== null && m.best !== undefined ? el("span", {}, "best ", el("b", {}, pct(m.best)), " at part ", el("a", { onclick: () => jump(m.best_part) }, m.best_part)) : null,
           m.solved_at ? el("span", {}, "solved at part ", el("a", { onclick: () => jump(m.solved_at) }, m.solved_at)) : null,
           m.suspect_part ? el("span", { class: "warn", id: "suspect", title: "cases whose program did what a program ignoring its input does" }, "suspect from part ", el("a", { onclick: () => jump(m.suspect_part) }, m.suspect_part), m.fixed_like ? " (" + m.fixed_like + " fixed-like)" : "") : null,
+          m.fresh_gap !== null && m.fresh_gap !== undefined ? el("span", { id: "fresh-gap", title: "public suites' pass rate minus the generated fresh suite's: a compiler that fits the tests rather than the language" }, "public − fresh ", el("b", {}, gapPts(m.fresh_gap)), " at part ", el("a", { onclick: () => jump(m.fresh_gap_part) }, m.fresh_gap_part)) : null,
           el("span", {}, "cost ", el("b", {}, money(m.cost))), el("span", {}, "tokens ", el("b", {}, m.tokens ? num(m.tokens.input + m.tokens.output + m.tokens.reasoning + m.tokens.cache_read + m.tokens.cache_write) : "–")),
           el("span", {}, "duration ", el("b", {}, dur(m.duration_s))),
           m.sessions.length > 1 ? el("span", {}, "sessions ", el("b", {}, m.sessions.length)) : null),
