@@ -15,6 +15,7 @@ import (
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // TestOneEvaluationContext: one artifact scored wherever traj scores a
@@ -71,6 +72,12 @@ func TestOneEvaluationContext(t *testing.T) {
 				"--max-parts", "10", "--timeout", "8m"}
 			cmd := exec.Command(traj, args...)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "LANG=C.UTF-8", "TRAJ_OPENCODE_BIN=" + ocBin}
+			// The suites the replays below see (make test sets
+			// TRAJ_TESTS_DIR): they are part of the environment version,
+			// and so of every cache key.
+			if d := os.Getenv("TRAJ_TESTS_DIR"); d != "" {
+				cmd.Env = append(cmd.Env, "TRAJ_TESTS_DIR="+d)
+			}
 			out, err := cmd.CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) {
 				t.Fatalf("traj %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -142,6 +149,12 @@ func TestOneEvaluationContext(t *testing.T) {
 				}
 				if out, err := exec.Command("cp", "-a", dir, st2+"/").CombinedOutput(); err != nil {
 					t.Fatalf("copy the trajectory: %v %s", err, out)
+				}
+				// The same store secret: the nonces (and so a fixed
+				// program's chance passes) are the store's, and this is a
+				// copy of the same store without its cache.
+				if out, err := exec.Command("cp", "-a", filepath.Join(st, store.EvalSecretName), filepath.Dir(st2)+"/").CombinedOutput(); err != nil {
+					t.Fatalf("copy the store's secret: %v %s", err, out)
 				}
 				if err := os.Chmod(root, 0o755); err != nil {
 					t.Fatal(err)
