@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,31 +247,7 @@ func lastCommitted(tr *trace.Trace) int {
 // checkViewAPI reads every part through the viewer's JSON API.
 func checkViewAPI(t *testing.T, st, id string, tr *trace.Trace, want counts) {
 	t.Helper()
-	srv, err := view.New(t.Context(), view.Options{StoreURL: st, CacheDir: t.TempDir(), Token: "conformance", Poll: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	jar, _ := cookiejar.New(nil)
-	cl := &http.Client{Jar: jar}
-	get := func(path string, v any) {
-		t.Helper()
-		resp, err := cl.Get(hs.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %s", path, resp.Status)
-		}
-		if v != nil {
-			if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-				t.Fatalf("GET %s: %v", path, err)
-			}
-		}
-	}
-	get("/?token=conformance", nil)
+	get := viewClient(t, st, "conformance")
 	var got counts
 	for _, p := range allParts(tr) {
 		var d view.Detail

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,31 +221,7 @@ func TestGatewayUsage(t *testing.T) {
 // and each part's detail to its call: the record's row of that seq.
 func checkViewUsage(t *testing.T, st, id string, gw model.Totals, parts []*trace.Part) {
 	t.Helper()
-	srv, err := view.New(t.Context(), view.Options{StoreURL: st, CacheDir: t.TempDir(), Token: "usage", Poll: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	jar, _ := cookiejar.New(nil)
-	cl := &http.Client{Jar: jar}
-	get := func(path string, v any) {
-		t.Helper()
-		resp, err := cl.Get(hs.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %s", path, resp.Status)
-		}
-		if v != nil {
-			if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-				t.Fatalf("GET %s: %v", path, err)
-			}
-		}
-	}
-	get("/?token=usage", nil)
+	get := viewClient(t, st, "usage")
 	var list struct {
 		Trajectories []view.Summary `json:"trajectories"`
 	}

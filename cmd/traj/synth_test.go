@@ -1,19 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/trajlab/traj/replay/view"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -77,28 +71,8 @@ func TestTraceSynthReadable(t *testing.T) {
 		t.Errorf("report: %s", out)
 	}
 
-	srv, err := view.New(context.Background(), view.Options{StoreURL: st, CacheDir: t.TempDir(), Poll: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	get := func(path string) string {
-		t.Helper()
-		resp, err := c.Get(hs.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
-	}
-	get("/?token=" + srv.Token())
+	api := viewClient(t, st, "synth")
+	get := func(path string) string { return string(api(path, nil)) }
 	n := strconv.Itoa(committed)
 	for _, path := range []string{"/api/trajectories", "/api/t/" + id, "/api/t/" + id + "/parts", "/api/t/" + id + "/parts/" + n,
 		"/api/t/" + id + "/diff/" + n, "/api/t/" + id + "/calls"} {
