@@ -24,7 +24,6 @@ import (
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
-	"github.com/trajlab/traj/trace/store/chunk"
 	"github.com/trajlab/traj/trace/store/upload"
 )
 
@@ -149,10 +148,10 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		return nil, err
 	}
 	defer sc.close()
-	// The model gateway links each call to the parts recorded before it.
+	// The model gateway links each call to the parts recorded before it:
+	// the loop counts them into partsSoFar, the gateway reads it.
 	var partsSoFar atomic.Int64
 	partsSoFar.Store(int64(s.Recorded.Parts))
-	opts.Reporter = progress.Multi{opts.Reporter, partCounter{&partsSoFar}}
 	tools, err := sc.tools()
 	if err != nil {
 		return nil, err
@@ -163,7 +162,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log, DenyCCompiler: s.Task.DenyCCompiler,
 		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
-		Parts:    func() int { return int(partsSoFar.Load()) },
+		Parts:    &partsSoFar,
 		Playback: opts.playback(),
 		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
 	responseTools := &engine.ResponseTools{}
@@ -196,20 +195,20 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		return nil, err
 	}
 
-	wopts := trace.WriterOptions{Logger: log}
+	var enq folder.Enqueuer
 	if up != nil {
-		codec, err := chunk.NewCodec()
-		if err != nil {
-			return nil, err
-		}
-		wopts.OnChunk = codec.Forward(up, p.ID, func(err error) { log.Warn("upload trace chunk", "err", err) })
+		enq = up
 	}
+	rec := s.Recorded
+	// Every write to the trace is handed to pub, which uploads its chunk.
+	pub := folder.NewHistoryPublisher(p.ID, p.Dir, repo, enq, rec.LastBundled, log)
+	wopts := trace.WriterOptions{Logger: log}
 	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
 	w, err := openTrace(s, trace.Header{
 		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: trace.AgentID{Name: ag.Harness, Version: ag.Version}.String(), AgentModel: opts.Model,
 		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,
 		RerunOf: lineage(opts, false), ForkedFrom: lineage(opts, true),
-	}, wopts, opts.Now)
+	}, wopts, pub, opts.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -218,12 +217,6 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	opts.Reporter.Report(progress.Event{Type: progress.RunStarted, Time: opts.Now(), TrajectoryID: p.ID,
 		Task: s.Task.Name, Model: opts.Model, Dir: p.Dir, Attach: ag.Attach, MaxParts: opts.MaxParts})
 
-	var enq folder.Enqueuer
-	if up != nil {
-		enq = up
-	}
-	rec := s.Recorded
-	pub := folder.NewHistoryPublisher(p.ID, p.Dir, repo, enq, rec.LastBundled, log)
 	ledger := newGatewayLedger(ag.ToolGateway)
 	loop := engine.NewLoop(engine.LoopConfig{StartPart: rec.Parts, StartTurn: rec.Turns,
 		RootSessionID: ag.Root.ID, RootSession: ag.Root, Task: s.Task,
@@ -232,7 +225,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		Now: opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
 		GatewayCalls: ledger, ResponseTools: responseTools, CountTools: lateToolEvents(ag.Harness), ModelCalls: modelCalls,
-	}, ag.Agent, repo, secret.Trace(w, ag.Secrets), pub, opts.Reporter)
+		Redact: secret.NewRedactor(ag.Secrets), Parts: &partsSoFar,
+	}, ag.Agent, repo, w, pub, opts.Reporter)
 	for _, c := range rec.Calls {
 		loop.Observe(c)
 	}
@@ -301,11 +295,17 @@ func absPath(p string) string {
 
 // openTrace creates the trace, or continues the recorded one: a finished
 // trace loses its session_end, an open last turn (the process died in it)
-// is closed, and the loop then continues with a new turn.
-func openTrace(s Start, h trace.Header, wopts trace.WriterOptions, now func() time.Time) (*trace.Writer, error) {
+// is closed, and the loop then continues with a new turn. Each write is
+// handed to pub.
+func openTrace(s Start, h trace.Header, wopts trace.WriterOptions, pub engine.Publisher, now func() time.Time) (*trace.Writer, error) {
 	path := s.Paths.TracePath()
 	if !s.Recorded.Trace {
-		return trace.Create(path, h, wopts)
+		w, err := trace.Create(path, h, wopts)
+		if err != nil {
+			return nil, err
+		}
+		pub.TraceWritten(w.Written())
+		return w, nil
 	}
 	w, err := trace.OpenForAppend(path, wopts)
 	if err != nil {
@@ -315,11 +315,13 @@ func openTrace(s Start, h trace.Header, wopts trace.WriterOptions, now func() ti
 		w.Close()
 		return nil, err
 	}
+	pub.TraceWritten(w.Written())
 	if w.TurnOpen() {
 		if err := w.EndTurn(trace.TurnEnd{EndedAt: trace.Timestamp(now())}); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("close the interrupted turn: %w", err)
 		}
+		pub.TraceWritten(w.Written())
 	}
 	return w, nil
 }
@@ -405,6 +407,9 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	tok, cost = *end.Tokens, *end.Cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)
+	if err == nil {
+		f.pub.TraceWritten(f.w.Written()) // session_end's tail
+	}
 	if err != nil {
 		// The trace could not be closed (changed behind the writer, disk
 		// full, …): say what was recorded and why it stopped, and leave
@@ -449,15 +454,6 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 		Reason: end.Reason, Part: res.End.TotalParts, Turn: res.End.TotalTurns, GitCommit: end.FinalGitCommit,
 		TokensTotal: tok.Total(), Cost: cost, Artifacts: artifacts, Message: end.Detail, Dir: p.Dir})
 	return res, loopErr
-}
-
-// partCounter keeps the number of recorded parts from the progress events.
-type partCounter struct{ n *atomic.Int64 }
-
-func (c partCounter) Report(ev progress.Event) {
-	if ev.Type == progress.PartDone {
-		c.n.Store(int64(ev.Part))
-	}
 }
 
 // lateToolEvents says whether harness name may report a response's tool

@@ -215,7 +215,8 @@
 // find where the fixed bytes end and what the tail must say, copies it to
 // a fresh twin, and continues part numbering where the file stops.
 //
-// WriterOptions.OnChunk reports each mutation's new fixed bytes and the
-// new tail; the concatenation of all chunks' Data plus the last Tail is
-// the file, which lets an uploader ship per-part pieces.
+// Writer.Written returns, after each mutation, its new fixed bytes and
+// the new tail (WriterOptions.OnChunk reports the same as a callback); the
+// concatenation of all chunks' Data plus the last Tail is the file, which
+// lets an uploader ship per-part pieces.
 package trace

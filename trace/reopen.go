@@ -8,6 +8,7 @@ import "fmt"
 // and the next BeginTurn follows the last turn. On a trace that is not
 // finished it does nothing.
 func (w *Writer) Reopen() error {
+	w.written = Chunk{}
 	if w.err != nil {
 		return fmt.Errorf("reopen: %w", w.err)
 	}

@@ -31,7 +31,8 @@ type WriterOptions struct {
 	// OnChunk, when set, is called after each mutation is on disk (in
 	// the canonical file) with the bytes that mutation added. Chunks are
 	// valid only during the call; they let an uploader ship per-part
-	// pieces without reading the file back.
+	// pieces without reading the file back. The recorder asks Written
+	// after each call instead, and hands the chunk on itself.
 	OnChunk func(c Chunk)
 	// Logger receives warnings (the RENAME_EXCHANGE fallback). Default:
 	// slog.Default().
@@ -141,6 +142,8 @@ type Writer struct {
 	// index gets one record per part appended (partindex.go); nil after
 	// a failed index write.
 	index *partIndexAppender
+	// written is the chunk of the last mutation that succeeded (Written).
+	written Chunk
 	// stamps and pathStamp are the files as the last write left them
 	// (tamper.go).
 	stamps    [2]fileStamp
@@ -566,6 +569,7 @@ func (w *Writer) EndTurn(end TurnEnd) error {
 // may be called again (for example once the artifact URIs are known); it
 // only rewrites the tail.
 func (w *Writer) Finish(end SessionEnd, artifacts map[string]string) error {
+	w.written = Chunk{}
 	if w.err == nil {
 		w.err = w.checkIntact()
 	}
@@ -637,6 +641,7 @@ func (w *Writer) closeFiles() error {
 }
 
 func (w *Writer) usable() error {
+	w.written = Chunk{}
 	if w.err != nil {
 		return w.err
 	}
@@ -751,6 +756,7 @@ func (w *Writer) buildTail() []byte {
 // bytes are unknown (a failed write on either side of the exchange) is
 // marked stale and rebuilt from the canonical file by the next mutation.
 func (w *Writer) commit(kind ChunkKind, part int) error {
+	w.written = Chunk{}
 	if w.shadowStale {
 		if err := w.rebuildShadow(); err != nil {
 			return err
@@ -876,10 +882,19 @@ func (w *Writer) rebuildShadow() error {
 }
 
 func (w *Writer) emit(kind ChunkKind, part int, off int64, data []byte) {
+	w.written = Chunk{Kind: kind, Part: part, Offset: off, Data: data, Tail: w.tail}
 	if w.opts.OnChunk != nil {
-		w.opts.OnChunk(Chunk{Kind: kind, Part: part, Offset: off, Data: data, Tail: w.tail})
+		w.opts.OnChunk(w.written)
 	}
 }
+
+// Written returns what the last successful mutation (Create, BeginTurn,
+// AppendPart, SetTrailingParts, EndTurn, Finish, a Reopen that changed
+// the tail) made durable: its fixed bytes and the tail after them. Ask it
+// right after that call returned: the chunk's buffers are the writer's
+// and are reused by the next mutation. A call that failed or changed
+// nothing leaves the zero Chunk (no Tail).
+func (w *Writer) Written() Chunk { return w.written }
 
 // writeAt writes w.buf at off and trims f to size.
 func (w *Writer) writeAt(f *os.File, off, size int64) error {

@@ -57,7 +57,8 @@ func checkValid(t *testing.T, path string) {
 func TestWriterEveryMutationLeavesAValidTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent_trace.json")
 	var chunks bytes.Buffer
-	var lastTail []byte
+	var lastTail, lastData []byte
+	var lastOff int64
 	w, err := trace.Create(path, tracetest.Header("traj-1"), trace.WriterOptions{
 		OnChunk: func(c trace.Chunk) {
 			if int64(chunks.Len()) != c.Offset {
@@ -65,6 +66,7 @@ func TestWriterEveryMutationLeavesAValidTrace(t *testing.T) {
 			}
 			chunks.Write(c.Data)
 			lastTail = append(lastTail[:0], c.Tail...)
+			lastData, lastOff = append(lastData[:0], c.Data...), c.Offset
 		},
 	})
 	if err != nil {
@@ -82,6 +84,11 @@ func TestWriterEveryMutationLeavesAValidTrace(t *testing.T) {
 		shadow, _ := os.ReadFile(trace.ShadowPath(path))
 		if !bytes.Equal(shadow, disk) {
 			t.Fatalf("after %s: shadow differs from the trace", what)
+		}
+		// Written hands the recorder the same chunk the callback got.
+		if c := w.Written(); c.Offset != lastOff || !bytes.Equal(c.Data, lastData) || !bytes.Equal(c.Tail, lastTail) {
+			t.Fatalf("after %s: Written() is the chunk at %d (%d+%d bytes), the callback's at %d (%d+%d)",
+				what, c.Offset, len(c.Data), len(c.Tail), lastOff, len(lastData), len(lastTail))
 		}
 		if n := countParts(tr); n != w.LastPart() {
 			t.Fatalf("after %s: file has %d parts, writer says %d", what, n, w.LastPart())

@@ -26,7 +26,6 @@ import (
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
-	"github.com/trajlab/traj/trace/store/chunk"
 	"github.com/trajlab/traj/trace/store/local"
 	"github.com/trajlab/traj/trace/store/upload"
 )
@@ -202,15 +201,11 @@ func runSyntheticWith(b *testing.B, parts int, withGT func(*gitstate.Repo) (engi
 		b.Fatal(err)
 	}
 	up := upload.New(ctx, st, upload.Options{})
-	codec, err := chunk.NewCodec()
-	if err != nil {
-		b.Fatal(err)
-	}
 	bd := agenttest.NewBuilder()
 	root := bd.SessionID()
 	w, err := trace.Create(filepath.Join(trajDir, store.TraceName), trace.Header{TrajectoryID: "bench", SessionID: root,
 		Agent: "opencode", AgentModel: "bench/synthetic", StartedAt: trace.Timestamp(time.Now())},
-		trace.WriterOptions{OnChunk: codec.Forward(up, "bench", nil)})
+		trace.WriterOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,6 +217,7 @@ func runSyntheticWith(b *testing.B, parts int, withGT func(*gitstate.Repo) (engi
 	agent := agenttest.NewStreaming(bd, synthetic(bd, root, workspace, parts))
 	agent.KeepState(false)
 	pub := folder.NewHistoryPublisher("bench", trajDir, repo, up, "", nil)
+	pub.TraceWritten(w.Written())
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: root, RootSession: *bd.Session(root, "").Event.Session,
 		Task: tk, MaxParts: parts, MaxEmptyTurns: 1, GroundTruth: gt}, agent, repo, w, pub, nil)
 	b.ResetTimer()

@@ -9,7 +9,9 @@
 // order:
 //
 //  1. checkpoints the workspace in git if files changed (gitstate);
-//  2. appends the part record to agent_trace.json, durably (trace.Writer):
+//  2. appends the part record to agent_trace.json, durably (trace.Writer),
+//     after LoopConfig.Redact cleared its secrets on a copy (the prompt and
+//     trailing parts too; the caller's objects are never written):
 //     the part verbatim (content), its session, the sessions and message
 //     infos first seen with it, the uncounted parts since the previous
 //     counted one (other_parts: "step-start", "step-finish", the user's prompt,
@@ -18,9 +20,13 @@
 //     the model gateway's call it came from, matched by tool call id,
 //     response id, message or order) with its share of that call's tokens
 //     and cost, the harness's own report beside (harness_tokens);
-//  3. publishes: the trace writer's chunk for the part and, when it made a
-//     commit, the incremental history bundle go to the asynchronous
-//     uploader; nothing on this path waits for the network.
+//  3. publishes: the loop asks the writer what it fixed (Written) and
+//     hands that chunk to the Publisher (every turn start and end too),
+//     then the part, whose commit, if any, becomes the incremental history
+//     bundle; both go to the asynchronous uploader, and nothing on this
+//     path waits for the network or runs behind a callback;
+//  4. stores the part's index in LoopConfig.Parts, the counter the model
+//     gateway reads for each call's parts_before.
 //
 // A part counts when it is complete: text and reasoning parts once their
 // end time is set, tool parts in state completed or error, patch parts.

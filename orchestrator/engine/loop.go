@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/trajlab/traj/orchestrator/progress"
@@ -79,6 +80,14 @@ type LoopConfig struct {
 	// call it came from: the part's tokens and cost are then its share
 	// of the call, the harness's own counts kept beside.
 	ModelCalls *ModelCalls
+	// Redact, when set, clears secrets from every part, prompt and
+	// trailing part before the writer: the loop writes, publishes and
+	// reports the redacted copy.
+	Redact Redactor
+	// Parts, when set, is the part counter the model gateway reads (each
+	// call records the parts before it): the loop stores each part's
+	// index once the part is recorded and published.
+	Parts *atomic.Int64
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -158,8 +167,12 @@ func NewLoop(cfg LoopConfig, a agent.Agent, repo Checkpointer, w TraceWriter, pu
 		l.capture.session(cfg.RootSession)
 	}
 	l.capture.onToolStart = func(p *agent.Part) {
+		session, tool := p.SessionID, p.Tool.Name
+		if cfg.Redact != nil {
+			session, tool = cfg.Redact.Text(session), cfg.Redact.Text(tool)
+		}
 		l.report(progress.Event{Type: progress.ToolStarted, Part: l.parts, MaxParts: l.cfg.MaxParts, Turn: l.turns,
-			SessionID: p.SessionID, Tool: p.Tool.Name})
+			SessionID: session, Tool: tool})
 	}
 	return l
 }
@@ -360,10 +373,15 @@ func (l *Loop) turn(ctx context.Context, prompt string) (reason, detail string, 
 	l.rootErr, l.aborted = "", false
 	l.capture.frozen = false
 	now := l.cfg.Now()
-	if err := l.writer.BeginTurn(trace.TurnStart{Turn: l.turns, Timestamp: trace.Timestamp(now), Prompt: prompt,
+	written := prompt
+	if l.cfg.Redact != nil {
+		written = l.cfg.Redact.Text(prompt)
+	}
+	if err := l.writer.BeginTurn(trace.TurnStart{Turn: l.turns, Timestamp: trace.Timestamp(now), Prompt: written,
 		SessionID: l.cfg.RootSessionID}); err != nil {
 		return "", "", &errFatal{err}
 	}
+	l.pub.TraceWritten(l.writer.Written())
 	l.report(progress.Event{Type: progress.TurnStarted, Turn: l.turns, Part: l.parts})
 
 	if err := l.agent.Prompt(ctx, l.cfg.RootSessionID, prompt); err != nil {
@@ -392,9 +410,13 @@ func (l *Loop) turn(ctx context.Context, prompt string) (reason, detail string, 
 	tok, cost := tokens(usage)
 	l.tokens.Add(tok)
 	l.cost += cost
+	if l.cfg.Redact != nil {
+		trailing = l.cfg.Redact.Raws(trailing)
+	}
 	if err := l.writer.EndTurn(trace.TurnEnd{EndedAt: trace.Timestamp(l.cfg.Now()), TrailingParts: trailing}); err != nil {
 		return "", "", &errFatal{err}
 	}
+	l.pub.TraceWritten(l.writer.Written())
 	l.report(progress.Event{Type: progress.TurnEnded, Turn: l.turns, Part: l.parts})
 	return reason, detail, nil
 }
@@ -615,13 +637,22 @@ func (l *Loop) record(ctx context.Context, p *pending) error {
 		rec.GatewayCalls = l.cfg.GatewayCalls.Unclaimed(minTime(l.lastRecorded, at.Add(-GatewayGrace)))
 		l.lastRecorded = at
 	}
+	if l.cfg.Redact != nil {
+		// What follows (write, publish, progress) sees the redacted copy.
+		red := l.cfg.Redact.Part(*rec)
+		rec = &red
+	}
 	if err := l.writer.AppendPart(rec); err != nil {
 		return &errFatal{err}
 	}
 	l.parts = n
+	l.pub.TraceWritten(l.writer.Written())
 	if err := l.pub.PartRecorded(ctx, rec); err != nil {
 		// Publishing is best effort here; the final upload repeats it.
 		l.log.Warn("publish part", "part", n, "err", err)
+	}
+	if l.cfg.Parts != nil {
+		l.cfg.Parts.Store(int64(n))
 	}
 	tokTotal, costTotal := l.tokens.Total(), l.cost
 	if l.cfg.ModelCalls != nil {

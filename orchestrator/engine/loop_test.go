@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,18 +16,37 @@ import (
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/progress"
+	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/tracetest"
 )
 
-// published collects what the loop handed to the publisher, in order.
-type published struct{ parts []int }
+// published collects what the loop handed to the publisher, in order:
+// the parts, and the trace as the chunks put it back together (their
+// fixed bytes in order, then the last tail).
+type published struct {
+	parts      []int
+	fixed      bytes.Buffer
+	tail       []byte
+	misordered []int64
+}
 
 func (p *published) PartRecorded(_ context.Context, rec *trace.Part) error {
 	p.parts = append(p.parts, rec.Part)
 	return nil
+}
+
+func (p *published) TraceWritten(c trace.Chunk) {
+	if c.Tail == nil {
+		return // the call wrote nothing
+	}
+	if c.Offset != int64(p.fixed.Len()) {
+		p.misordered = append(p.misordered, c.Offset)
+	}
+	p.fixed.Write(c.Data)
+	p.tail = append(p.tail[:0], c.Tail...)
 }
 
 // harness runs a Loop over an in-memory agent with the real trace writer
@@ -52,9 +72,20 @@ type harness struct {
 	// groundTruth, when set, makes the loop's ground truth on the
 	// checkpoint history.
 	groundTruth func(repo *gitstate.Repo) engine.GroundTruth
+	// redact is the loop's Redactor (nil: none).
+	redact engine.Redactor
+	// counted is the part counter the loop keeps for the model gateway;
+	// counterBehind lists the parts whose PartDone it had not reached.
+	counted       atomic.Int64
+	counterBehind []int
 }
 
-func (h *harness) Report(ev progress.Event) { h.events = append(h.events, ev) }
+func (h *harness) Report(ev progress.Event) {
+	if ev.Type == progress.PartDone && h.counted.Load() != int64(ev.Part) {
+		h.counterBehind = append(h.counterBehind, ev.Part)
+	}
+	h.events = append(h.events, ev)
+}
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
@@ -91,6 +122,7 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 		h.t.Fatal(err)
 	}
 	defer w.Close()
+	h.pub.TraceWritten(w.Written()) // the header, as the record path hands it on
 	root := h.b.Session(h.root, "")
 	var gt engine.GroundTruth
 	if h.groundTruth != nil {
@@ -99,10 +131,22 @@ func (h *harness) run(ctx context.Context, agent *agenttest.Agent, maxParts int)
 	loop := engine.NewLoop(engine.LoopConfig{RootSessionID: h.root, RootSession: *root.Event.Session,
 		Task: tk, MaxParts: maxParts, AbortGrace: 2 * time.Second, StallTimeout: h.stall,
 		GatewayCalls: h.gateway, FullToolResult: h.full, ResponseTools: h.responseTools, CountTools: h.countTools,
-		GroundTruth: gt}, agent, repo, w, h.pub, h)
+		GroundTruth: gt, Redact: h.redact, Parts: &h.counted}, agent, repo, w, h.pub, h)
 	out, err := loop.Run(ctx)
 	if err != nil {
 		h.t.Fatalf("loop: %v", err)
+	}
+	// Every write the loop made reached the publisher: its chunks put
+	// the trace back together byte for byte.
+	disk, err := os.ReadFile(h.tracePath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if got := append(bytes.Clone(h.pub.fixed.Bytes()), h.pub.tail...); !bytes.Equal(got, disk) || len(h.pub.misordered) > 0 {
+		h.t.Errorf("the chunks handed to the publisher (out of order at %v) are not the trace:\n%s\n---\n%s", h.pub.misordered, got, disk)
+	}
+	if h.counted.Load() != int64(out.Parts) || len(h.counterBehind) > 0 {
+		h.t.Errorf("part counter %d after %d parts; behind at the PartDone of parts %v", h.counted.Load(), out.Parts, h.counterBehind)
 	}
 	if err := w.Finish(trace.SessionEnd{Reason: out.Reason, Detail: out.Detail}, map[string]string{}); err != nil {
 		h.t.Fatal(err)
@@ -759,5 +803,57 @@ func TestLoopSideBySideToolsShareACheckpoint(t *testing.T) {
 				t.Errorf("part 4 (text) deferred")
 			}
 		})
+	}
+}
+
+// TestLoopRedactsCopies: a secret the agent puts in a part's text and in a
+// tool's name and output reaches neither the trace, its chunks nor the
+// progress events, and the redactor works on the loop's copy: the agent's
+// own objects keep their bytes.
+func TestLoopRedactsCopies(t *testing.T) {
+	const pw = "pw-0123456789abcdef"
+	h := newHarness(t)
+	h.redact = secret.NewRedactor([]string{pw})
+	b, root := h.b, h.root
+	m, it := b.Message(root, "assistant")
+	turn := agenttest.Turn{it}
+	turn = append(turn, b.Text(root, m, "the password is "+pw)...)
+	turn = append(turn, b.Tool(root, m, "bash-"+pw, map[string]any{"command": "env"}, "OPENCODE_SERVER_PASSWORD="+pw)...)
+	agent := agenttest.New(b, turn)
+	_, tr := h.run(context.Background(), agent, 2)
+	raw, err := os.ReadFile(h.tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte(pw)) || bytes.Contains(h.pub.fixed.Bytes(), []byte(pw)) {
+		t.Errorf("the secret reached the trace or its chunks:\n%s", raw)
+	}
+	if n := bytes.Count(raw, []byte(secret.Redacted)); n < 3 {
+		t.Errorf("%d redactions in the trace, want the text, the tool name and its output", n)
+	}
+	for _, ev := range h.events {
+		if strings.Contains(fmt.Sprintf("%+v", ev), pw) {
+			t.Errorf("progress event %s carries the secret: %+v", ev.Type, ev)
+		}
+	}
+	if parts := allParts(tr); len(parts) != 2 || parts[1].Tool != "bash-"+secret.Redacted {
+		t.Fatalf("parts %+v, want the text and the tool, its name redacted", parts)
+	}
+	snap, err := agent.Snapshot(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, s := range snap {
+		for _, msg := range s.Messages {
+			for _, p := range msg.Parts {
+				if bytes.Contains(p.Raw, []byte(pw)) {
+					kept++
+				}
+			}
+		}
+	}
+	if kept != 2 {
+		t.Errorf("%d of the agent's 2 parts with the secret keep it: the redactor wrote the caller's objects", kept)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/trajlab/traj/orchestrator/progress"
@@ -17,7 +18,8 @@ type Checkpointer interface {
 }
 
 // TraceWriter persists the trace durably, part by part: after AppendPart
-// returns, the local agent_trace.json holds the part.
+// returns, the local agent_trace.json holds the part. Written returns
+// what the last call made durable, which the loop hands to the Publisher.
 // *trace.Writer implements it.
 type TraceWriter interface {
 	BeginTurn(t trace.TurnStart) error
@@ -25,13 +27,32 @@ type TraceWriter interface {
 	// EndTurn closes the open turn with what the server returned after its
 	// last counted part (end.TrailingParts).
 	EndTurn(end trace.TurnEnd) error
+	// Written is the chunk the last call fixed (valid until the next
+	// call; the zero Chunk when it wrote nothing).
+	Written() trace.Chunk
 }
 
-// Publisher hands a durable part to the store (asynchronously): the part's
-// record and, when it made a commit, the incremental history bundle. It
-// must not block on the network.
+// Publisher hands what the loop made durable to the store
+// (asynchronously): each trace chunk the writer fixed, and, when a part
+// made a commit, the incremental history bundle. It must not block on
+// the network. The loop calls it after every write; nothing reaches the
+// store behind its back (*folder.HistoryPublisher).
 type Publisher interface {
+	// TraceWritten takes the chunk of one trace mutation (a turn's start,
+	// a part, a turn's end); c's buffers are valid only during the call.
+	TraceWritten(c trace.Chunk)
+	// PartRecorded takes a part once its chunk is handed on.
 	PartRecorded(ctx context.Context, p *trace.Part) error
+}
+
+// Redactor clears secret values from what the loop records (a part, a
+// prompt, a turn's trailing parts) before the writer sees them. Each
+// method returns a copy: the caller's values are never written
+// (*secret.Redactor).
+type Redactor interface {
+	Part(p trace.Part) trace.Part
+	Text(s string) string
+	Raws(list []json.RawMessage) []json.RawMessage
 }
 
 // GroundTruth scores checkpoints outside the agent's reach, in the

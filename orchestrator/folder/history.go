@@ -19,6 +19,7 @@ import (
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/chunk"
 	"github.com/trajlab/traj/trace/store/ref"
 )
 
@@ -113,18 +114,20 @@ type Enqueuer interface {
 	Enqueue(key string, src store.Source) error
 }
 
-// HistoryPublisher makes each recorded part durable beyond the local trace: when
-// the part made a commit, it writes the incremental history bundle
-// (history/<part>.bundle, commits since the last bundled one) into the
-// trajectory folder and hands it to the uploader. Trace chunks reach the
-// uploader through the trace writer's OnChunk callback. Nothing here waits
-// for the network.
+// HistoryPublisher makes what the recorder writes durable beyond the
+// local trace: each trace chunk the writer fixed (TraceWritten, handed on
+// by whoever wrote: the loop, the start and the finish of a run) goes to
+// the uploader as a chunk object (trace/store/chunk); when a part made a
+// commit, it writes the incremental history bundle (history/<part>.bundle,
+// commits since the last bundled one) into the trajectory folder and
+// hands it to the uploader. Nothing here waits for the network.
 type HistoryPublisher struct {
-	id   string
-	dir  string
-	repo *gitstate.Repo
-	up   Enqueuer // nil when the trajectory folder is the store
-	log  *slog.Logger
+	id    string
+	dir   string
+	repo  *gitstate.Repo
+	up    Enqueuer // nil when the trajectory folder is the store
+	codec *chunk.Codec
+	log   *slog.Logger
 	// lastBundled is the newest commit already in a history bundle ("" =
 	// none: the first bundle holds the whole history).
 	lastBundled string
@@ -141,6 +144,28 @@ func NewHistoryPublisher(id, dir string, repo *gitstate.Repo, up Enqueuer, lastB
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &HistoryPublisher{id: id, dir: dir, repo: repo, up: up, lastBundled: lastBundled, log: log}
+}
+
+// TraceWritten implements engine.Publisher: it enqueues c, a mutation of
+// the trace (trace.Writer.Written), as its chunk object. The zero Chunk
+// (the call wrote nothing) is skipped; an enqueue that fails (a full
+// queue) is logged: the local trace stays the source of truth and the
+// final upload sends it whole.
+func (p *HistoryPublisher) TraceWritten(c trace.Chunk) {
+	if p.up == nil || c.Tail == nil {
+		return
+	}
+	if p.codec == nil {
+		codec, err := chunk.NewCodec()
+		if err != nil {
+			p.log.Warn("upload trace chunk", "err", err)
+			return
+		}
+		p.codec = codec
+	}
+	if err := p.up.Enqueue(chunk.Key(p.id, c), store.Bytes(p.codec.Encode(c))); err != nil {
+		p.log.Warn("upload trace chunk", "err", fmt.Errorf("enqueue trace chunk at offset %d: %w", c.Offset, err))
+	}
 }
 
 // PartRecorded implements engine.Publisher.

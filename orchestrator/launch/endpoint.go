@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/trajlab/traj/sandbox/agent"
@@ -53,7 +54,7 @@ type endpointSpec struct {
 	MaxTokens int64
 	MaxCost   float64
 	Price     *agent.Price
-	Parts     func() int
+	Parts     *atomic.Int64
 	// OnResponse: model.Options.OnResponse.
 	OnResponse  func(toolCallIDs []string)
 	OnCallStart func()

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/trajlab/traj/sandbox"
 
@@ -78,8 +79,9 @@ type Spec struct {
 	MaxTokens int64
 	MaxCost   float64
 	Price     *agent.Price
-	// Parts reports how many parts the trace holds (for the record).
-	Parts func() int
+	// Parts is the recording loop's part counter, read by the model
+	// gateway for its record (parts_before).
+	Parts *atomic.Int64
 	// OnModelResponse is told each model response's tool call ids
 	// (model.Options.OnResponse).
 	OnModelResponse func(toolCallIDs []string)

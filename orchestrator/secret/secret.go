@@ -190,10 +190,14 @@ func (s *scrub) raws(p *[]json.RawMessage) {
 	s.changed = s.changed || ch
 }
 
-// Part replaces every secret in p's strings and raw JSON (the marshalled
-// part is scanned nowhere: the writer marshals it once). Fields of p are
-// replaced, never the slices or records they point to.
-func (r *Redactor) Part(p *trace.Part) {
+// Part returns p with every secret in its strings and raw JSON replaced
+// (the marshalled part is scanned nowhere: the writer marshals it once).
+// p is a copy: the caller's part, and the slices and records it points
+// to, are never written; a changed slice or record is copied first.
+func (r *Redactor) Part(p trace.Part) trace.Part {
+	if len(r.old) == 0 {
+		return p
+	}
 	s := &scrub{r: r}
 	for _, f := range []*string{&p.Timestamp, &p.Prompt, &p.MessageID, &p.GitCommit, &p.SessionID, &p.PartID, &p.PartType, &p.Tool} {
 		s.str(f)
@@ -258,48 +262,20 @@ func (r *Redactor) Part(p *trace.Part) {
 			p.RepoCheckpoint = &c
 		}
 	}
+	return p
 }
 
-// redactingWriter scrubs secrets from everything the loop writes to the
-// trace (and so from the chunks uploaded from it).
-type redactingWriter struct {
-	Writer
-	r *Redactor
+// Text returns s with every secret replaced (a turn's prompt).
+func (r *Redactor) Text(s string) string {
+	s, _ = r.string(s)
+	return s
 }
 
-// Writer is what the recording loop writes the trace through
-// (engine.TraceWriter).
-type Writer interface {
-	BeginTurn(t trace.TurnStart) error
-	AppendPart(p *trace.Part) error
-	EndTurn(end trace.TurnEnd) error
-}
-
-// Trace wraps w so no secret value reaches the trace.
-func Trace(w Writer, secrets []string) Writer {
-	r := NewRedactor(secrets)
-	if len(r.old) == 0 {
-		return w
-	}
-	return &redactingWriter{Writer: w, r: r}
-}
-
-func (w *redactingWriter) BeginTurn(t trace.TurnStart) error {
-	t.Prompt, _ = w.r.string(t.Prompt)
-	return w.Writer.BeginTurn(t)
-}
-
-// AppendPart redacts the whole record: raw server objects, prompt, tool
-// results in envoi calls, every string. The caller's record gets the
-// redacted fields, so what it publishes afterwards is clean too.
-func (w *redactingWriter) AppendPart(p *trace.Part) error {
-	w.r.Part(p)
-	return w.Writer.AppendPart(p)
-}
-
-func (w *redactingWriter) EndTurn(end trace.TurnEnd) error {
-	end.TrailingParts, _ = each(end.TrailingParts, w.r.raw)
-	return w.Writer.EndTurn(end)
+// Raws returns list with every secret replaced (a turn's trailing
+// parts); the list given is not changed.
+func (r *Redactor) Raws(list []json.RawMessage) []json.RawMessage {
+	out, _ := each(list, r.raw)
+	return out
 }
 
 // GatewayCalls returns calls with every secret replaced (a part's and

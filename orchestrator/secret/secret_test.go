@@ -14,13 +14,15 @@ import (
 )
 
 // TestRedactTrace: every secret value (raw or as it looks inside a JSON
-// string) is replaced wherever the loop writes it: part content, other
-// parts, envoi results, prompts, trailing parts. Short values are not
-// treated as secrets, and a part without secrets is written unchanged.
+// string) is replaced wherever the loop writes it, through the copies the
+// redactor returns: part content, other parts, envoi results, prompts,
+// trailing parts. Short values are not treated as secrets, a part
+// without secrets is written unchanged, and the caller's part, prompt and
+// trailing parts keep their secrets (nothing is redacted in place).
 func TestRedactTrace(t *testing.T) {
 	password := "pw-0123456789abcdef"
 	quoted := `k"ey\with/specials`
-	secrets := []string{password, quoted, "short", ""}
+	r := NewRedactor([]string{password, quoted, "short", ""})
 	path := filepath.Join(t.TempDir(), "agent_trace.json")
 	w, err := trace.Create(path, trace.Header{TrajectoryID: "redact", SessionID: "ses", Agent: "opencode",
 		AgentModel: "scripted/demo", StartedAt: "2026-11-21T10:00:00.000000Z"}, trace.WriterOptions{})
@@ -28,8 +30,8 @@ func TestRedactTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	rw := Trace(w, secrets)
-	if err := rw.BeginTurn(trace.TurnStart{Timestamp: "t", Prompt: "use " + password}); err != nil {
+	prompt := "use " + password
+	if err := w.BeginTurn(trace.TurnStart{Timestamp: "t", Prompt: r.Text(prompt)}); err != nil {
 		t.Fatal(err)
 	}
 	escaped, _ := json.Marshal("token=" + quoted)
@@ -37,15 +39,27 @@ func TestRedactTrace(t *testing.T) {
 	p := &trace.Part{Part: 1, Timestamp: "t", GitCommit: strings.Repeat("1", 40), Content: content,
 		OtherParts: []json.RawMessage{json.RawMessage(`{"text":` + string(escaped) + `}`)},
 		EnvoiCalls: []trace.EnvoiCall{{Path: "basics", Result: json.RawMessage(`{"log":"` + password + `"}`)}}}
-	if err := rw.AppendPart(p); err != nil {
+	callerBefore, _ := json.Marshal(p)
+	written := r.Part(*p)
+	if err := w.AppendPart(&written); err != nil {
 		t.Fatal(err)
 	}
-	clean := &trace.Part{Part: 2, Timestamp: "t", GitCommit: strings.Repeat("2", 40), Content: json.RawMessage(`{"type":"text","text":"short"}`)}
-	if err := rw.AppendPart(clean); err != nil {
+	if after, _ := json.Marshal(p); !bytes.Equal(after, callerBefore) {
+		t.Errorf("the caller's part was redacted in place:\n%s", after)
+	}
+	clean := trace.Part{Part: 2, Timestamp: "t", GitCommit: strings.Repeat("2", 40), Content: json.RawMessage(`{"type":"text","text":"short"}`)}
+	if got := r.Part(clean); !reflect.DeepEqual(got, clean) {
+		t.Errorf("a part without secrets changed: %+v", got)
+	}
+	if err := w.AppendPart(&clean); err != nil {
 		t.Fatal(err)
 	}
-	if err := rw.EndTurn(trace.TurnEnd{EndedAt: "t", TrailingParts: []json.RawMessage{json.RawMessage(`{"text":"` + password + `"}`)}}); err != nil {
+	trailing := []json.RawMessage{json.RawMessage(`{"text":"` + password + `"}`)}
+	if err := w.EndTurn(trace.TurnEnd{EndedAt: "t", TrailingParts: r.Raws(trailing)}); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(prompt, password) || !bytes.Contains(trailing[0], []byte(password)) {
+		t.Error("the caller's prompt or trailing parts were written")
 	}
 	raw := readAll(t, path)
 	for _, s := range []string{password, `k\"ey\\with/specials`} {
@@ -56,14 +70,11 @@ func TestRedactTrace(t *testing.T) {
 	if n := bytes.Count(raw, []byte(Redacted)); n != 5 {
 		t.Errorf("%d redactions, want 5 (prompt, content, other part, envoi result, trailing part):\n%s", n, raw)
 	}
-	if !bytes.Contains(raw, []byte(`"text":"short"`)) || !strings.Contains(string(p.Content), Redacted) {
-		t.Errorf("short value redacted, or the caller's record not cleaned:\n%s", raw)
+	if !bytes.Contains(raw, []byte(`"text":"short"`)) {
+		t.Errorf("short value redacted:\n%s", raw)
 	}
 	if probs := trace.Validate(bytes.NewReader(raw)); len(probs) > 0 {
 		t.Fatalf("redacted trace does not validate: %v", probs)
-	}
-	if got := Trace(w, []string{"x", ""}); got != Writer(w) {
-		t.Error("a writer with no secret to redact is wrapped anyway")
 	}
 }
 
@@ -106,15 +117,17 @@ func TestRedactPartEveryField(t *testing.T) {
 	fill(reflect.ValueOf(&p).Elem())
 	before, _ := json.Marshal(p)
 	orig := p
-	NewRedactor([]string{secret}).Part(&p)
-	after, _ := json.Marshal(p)
+	red := NewRedactor([]string{secret}).Part(p)
+	after, _ := json.Marshal(red)
 	for _, form := range [][]byte{[]byte(secret), []byte(`s3cret&\"value`), []byte(`s3cret\u0026\"value`)} {
 		if bytes.Contains(after, form) {
 			t.Errorf("secret (as %s) left in the part:\n%s", form, after)
 		}
 	}
-	if again, _ := json.Marshal(orig); !bytes.Equal(again, before) {
-		t.Errorf("the caller's slices or records were written:\n%s", again)
+	for _, caller := range []trace.Part{orig, p} {
+		if again, _ := json.Marshal(caller); !bytes.Equal(again, before) {
+			t.Errorf("the caller's part, slices or records were written:\n%s", again)
+		}
 	}
 }
 
@@ -126,8 +139,7 @@ func BenchmarkRedactPart(b *testing.B) {
 	p := tracetest.RealisticPart(1, "0123456789abcdef0123456789abcdef01234567", 64<<10)
 	b.ReportAllocs()
 	for b.Loop() {
-		cp := *p
-		r.Part(&cp)
+		_ = r.Part(*p)
 	}
 }
 

@@ -43,9 +43,10 @@ type Options struct {
 	// Varying matches what the harness documents as varying from run to
 	// run in its requests (nil: nothing): the record's normalized digest.
 	Varying *regexp.Regexp
-	// Parts, when set, reports how many parts the trace holds; each call
-	// records it as parts_before.
-	Parts func() int
+	// Parts, when set, is the recorder's part counter (how many parts
+	// the trace holds, stored by the recording loop); each call records
+	// it as parts_before.
+	Parts *atomic.Int64
 	// OnResponse, when set, is told the tool call ids each model
 	// response asked for, once the harness has it: the recorder defers a
 	// checkpoint while calls of its response are not recorded yet
@@ -282,7 +283,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &head)
 	call.Model, call.Stream, call.Tools = head.Model, head.Stream, len(head.Tools)
 	if g.opts.Parts != nil {
-		n := g.opts.Parts()
+		n := int(g.opts.Parts.Load())
 		call.PartsBefore = &n
 	}
 	if g.opts.OnCallStart != nil {

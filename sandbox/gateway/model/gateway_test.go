@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,10 +122,11 @@ func TestForwardsAndRecordsThreeAPIs(t *testing.T) {
 	_, up := scriptedUpstream(t, script)
 	rec := &syncBuffer{}
 	price := &agent.Price{Input: 3, Output: 15, CacheRead: 0.3}
-	parts := 7
+	var parts atomic.Int64
+	parts.Store(7)
 	var mu sync.Mutex
 	started, told := 0, []Call{}
-	g, base := newGateway(t, Options{Upstream: up, Record: rec, Price: price, Parts: func() int { return parts }, Prior: Totals{LastSeq: 4},
+	g, base := newGateway(t, Options{Upstream: up, Record: rec, Price: price, Parts: &parts, Prior: Totals{LastSeq: 4},
 		OnCallStart: func() { mu.Lock(); started++; mu.Unlock() },
 		OnCall:      func(c Call) { mu.Lock(); told = append(told, c); mu.Unlock() }})
 

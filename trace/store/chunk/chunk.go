@@ -3,8 +3,9 @@
 // trace from those pieces when agent_trace.json never made it to the store
 // (the run died).
 //
-// It ships the mutations trace.Writer reports through
-// WriterOptions.OnChunk: each mutation's fixed bytes (Data, at Offset) and
+// It ships the mutations trace.Writer reports (Writer.Written, which the
+// recorder hands to its publisher after each write, or
+// WriterOptions.OnChunk): each mutation's fixed bytes (Data, at Offset) and
 // the closing bytes that made the document complete at that moment (Tail).
 // One object per mutation, under the trajectory's chunks/ folder:
 //
