@@ -245,7 +245,7 @@ view-fork-fixture: setup build
 ## 1.26's fuzz coordinator can also end a run at the deadline with a bare "context deadline
 ## exceeded" and no input (go.dev/issue/75804, fixed in Go 1.27): that is reported, not failed.
 FUZZTIME_SHORT ?= 8s
-FUZZ_TARGETS   := FuzzRead:./trace FuzzOpenForAppend:./trace FuzzParseTestPath:./environment/ccompiler FuzzIndex:./replay/view FuzzEvalReport:./replay/view FuzzReadBundle:./trace/gitstate FuzzDecodePart:./replay/export FuzzDecodePart:./sandbox/opencode FuzzString:./trace/jsondec
+FUZZ_TARGETS   := FuzzRead:./trace FuzzOpenForAppend:./trace FuzzParseTestPath:./environment/ccompiler FuzzIndex:./replay/view FuzzEvalReport:./replay/view FuzzReadBundle:./trace/gitstate FuzzDecodePart:./replay/export FuzzDecodePart:./sandbox/opencode/wire FuzzString:./trace/jsondec
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		name=$${t%%:*}; pkg=$${t#*:}; corpus=$$pkg/testdata/fuzz/$$name; \

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -119,9 +119,9 @@ func (m *sessionMap) setAgent(field string) {
 		m.version = id.Version
 	}
 	if m.name == "" {
-		m.name = harness.Default
+		m.name = recorded.Default
 	}
-	m.reader = harness.Reader(field)
+	m.reader = recorded.Reader(field)
 }
 
 // addSession takes a session object the reader read.

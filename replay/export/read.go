@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -282,7 +282,7 @@ func scanItems(ctx context.Context, f *os.File, size int64, pool *batchPool, sen
 	var (
 		top, turnObj trace.ObjectBuilder
 		headerDone   bool
-		r            = harness.Reader("")
+		r            = recorded.Reader("")
 		b            = pool.get()
 		turnParts    int
 		stopped      = errors.New("stopped")
@@ -320,7 +320,7 @@ func scanItems(ctx context.Context, f *os.File, size int64, pool *batchPool, sen
 		if err := flush(); err != nil {
 			return err
 		}
-		r = harness.Reader(h.Agent)
+		r = recorded.Reader(h.Agent)
 		return add(readItem{kind: itemHeader, header: &h})
 	}
 	turnEnd := func(ti int) error {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -142,7 +142,7 @@ func NewObserver(agentField string, o Options) *Observer {
 	for i, p := range o.Phrases {
 		ph[i] = strings.ToLower(p)
 	}
-	return &Observer{reader: harness.Reader(agentField), phrases: ph, turnStarts: map[int]bool{}}
+	return &Observer{reader: recorded.Reader(agentField), phrases: ph, turnStarts: map[int]bool{}}
 }
 
 // Part takes one part; a text part's text is read by the harness's

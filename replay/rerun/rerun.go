@@ -34,7 +34,7 @@ import (
 
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
-	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
 )
@@ -342,7 +342,7 @@ func readParts(path string) (parts, error) {
 	var out parts
 	var rd agent.Reader
 	err = trace.Scan(f, trace.Visitor{
-		OnHeader: func(h *trace.Header) error { rd = harness.Reader(h.Agent); return nil },
+		OnHeader: func(h *trace.Header) error { rd = recorded.Reader(h.Agent); return nil },
 		OnPart: func(_ int, p *trace.Part) error {
 			np, _ := rd.Part(p.PartID, agent.Kind(p.PartType), p.Content)
 			q := part{kind: string(np.Kind)}

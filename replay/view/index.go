@@ -11,7 +11,7 @@ import (
 
 	"github.com/trajlab/traj/replay/report"
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -105,7 +105,7 @@ type Index struct {
 
 // reader reads the trace's harness objects (sandbox/harness, by the
 // trace's "agent").
-func (ix *Index) reader() agent.Reader { return harness.Reader(ix.Header.Agent) }
+func (ix *Index) reader() agent.Reader { return recorded.Reader(ix.Header.Agent) }
 
 // Usage returns the trajectory's token and cost totals.
 func (ix *Index) Usage() (*trace.Tokens, *float64) {

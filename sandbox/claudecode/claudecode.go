@@ -15,10 +15,11 @@ import (
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/agent/cliturn"
+	"github.com/trajlab/traj/sandbox/claudecode/wire"
 )
 
-// HarnessName is the trace's agent field for Claude Code.
-const HarnessName = "claude-code"
+// HarnessName is the trace's agent field for Claude Code (wire's).
+const HarnessName = wire.HarnessName
 
 // Binary is where Claude Code is found (`make setup` installs the pinned
 // @anthropic-ai/claude-code beside this package).
@@ -47,8 +48,8 @@ func Mounts(stateDir, binary string) ([]sandbox.Mount, error) {
 const stateFile = "traj-claudecode.json"
 
 type persisted struct {
-	SessionID string     `json:"session_id"`
-	Usage     accounting `json:"usage"`
+	SessionID string          `json:"session_id"`
+	Usage     wire.Accounting `json:"usage"`
 }
 
 // Start prepares Claude Code for spec in sb and returns it behind the
@@ -134,7 +135,7 @@ type Adapter struct {
 	spec             agent.Spec
 	log              *slog.Logger
 	// acct is touched by one turn's translator at a time.
-	acct accounting
+	acct wire.Accounting
 }
 
 // args are the command line of one turn. The configuration is given in
@@ -228,7 +229,7 @@ func (a *Adapter) prepare(prompt string, emit func(agent.Event)) (cliturn.Comman
 	if err != nil {
 		return cliturn.Command{}, nil, err
 	}
-	tr := newTranslator(a.root, a.spec.Endpoint.Price, &a.acct, func() {
+	tr := wire.NewTranslator(a.root, a.spec.Endpoint.Price, &a.acct, func() {
 		if err := a.save(); err != nil {
 			a.log.Warn("claude-code: usage accounting not saved", "err", err)
 		}

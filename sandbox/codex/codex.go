@@ -17,10 +17,11 @@ import (
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/agent/cliturn"
+	"github.com/trajlab/traj/sandbox/codex/wire"
 )
 
-// HarnessName is the trace's agent field for Codex.
-const HarnessName = "codex"
+// HarnessName is the trace's agent field for Codex (wire's).
+const HarnessName = wire.HarnessName
 
 // Binary is where Codex is found (`make setup` installs the pinned
 // @openai/codex beside this package).
@@ -45,16 +46,6 @@ func Mounts(stateDir, binary string) ([]sandbox.Mount, error) {
 }
 
 const stateFile = "traj-codex.json"
-
-// persisted is the adapter's state: the root session id traj gave the
-// trajectory, Codex's thread behind it, the turns so far and the thread's
-// cumulative usage at the last turn.completed.
-type persisted struct {
-	SessionID string      `json:"session_id"`
-	ThreadID  string      `json:"thread_id,omitempty"`
-	Turns     int         `json:"turns"`
-	Usage     agent.Usage `json:"cumulative_usage"`
-}
 
 // providerID names traj's model provider in Codex's configuration.
 const providerID = "traj"
@@ -126,7 +117,7 @@ type Adapter struct {
 	spec            agent.Spec
 	log             *slog.Logger
 	// st is touched by one turn's translator at a time.
-	st persisted
+	st wire.State
 }
 
 func (a *Adapter) save() error {
@@ -210,8 +201,8 @@ func (a *Adapter) prepare(prompt string, emit func(agent.Event)) (cliturn.Comman
 	if err := a.save(); err != nil {
 		return cliturn.Command{}, nil, err
 	}
-	tr := &translator{root: a.st.SessionID, st: &a.st, price: a.spec.Endpoint.Price, emit: emit, save: a.save,
-		msgID: fmt.Sprintf("%s:turn-%d", a.st.SessionID, a.st.Turns), pending: map[string]json.RawMessage{}, log: a.log}
+	tr := wire.NewTranslator(a.st.SessionID, fmt.Sprintf("%s:turn-%d", a.st.SessionID, a.st.Turns), &a.st,
+		a.spec.Endpoint.Price, a.save, a.log, emit)
 	return cliturn.Command{Name: "codex", Path: a.bin, Args: a.args(prompt), Env: a.env(),
 		StderrDir: a.stderr, Grace: 3 * time.Second}, tr, nil
 }

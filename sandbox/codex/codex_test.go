@@ -12,6 +12,7 @@ import (
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/agent/cliturn/clitest"
+	"github.com/trajlab/traj/sandbox/codex/wire"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 )
 
@@ -114,7 +115,7 @@ func TestTwoTurns(t *testing.T) {
 	if !strings.Contains(string(env), "TRAJ_MODEL_TOKEN="+m.Token) || strings.Contains(string(env), m.RealKey) {
 		t.Errorf("harness environment: token present %v, real key present %v", strings.Contains(string(env), m.Token), strings.Contains(string(env), m.RealKey))
 	}
-	var s persisted
+	var s wire.State
 	b, _ := os.ReadFile(filepath.Join(state, stateFile))
 	must(t, json.Unmarshal(b, &s))
 	if s.ThreadID == "" || s.Turns != 2 || s.SessionID != root {

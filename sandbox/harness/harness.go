@@ -1,16 +1,18 @@
 // Package harness is the one list of the harnesses traj drives (OpenCode,
 // Claude Code, Codex): for each, one value that says how to find its
 // binary, what a sandbox must show it, how to start it behind the agent
-// port and which of its files hold secrets. Everything above sandbox/ —
-// run, resume, finalize, experiments, view, export, report — asks this
-// package and never imports an adapter or compares a harness name.
+// port and which of its files hold secrets, on top of what a reader knows
+// of it (sandbox/harness/recorded: its name, the reader of its recorded
+// objects, what varies in its requests). Run, resume, finalize and
+// experiments ask this package; readers of a trace (view, export, report,
+// labels) ask recorded and link no harness runtime. Nothing above sandbox/
+// imports an adapter or compares a harness name.
 package harness
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -18,14 +20,15 @@ import (
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/claudecode"
 	"github.com/trajlab/traj/sandbox/codex"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/sandbox/opencode"
 	"github.com/trajlab/traj/trace"
 )
 
-// Harness is one agent program traj can record.
+// Harness is one agent program traj can record: what a reader knows of
+// it (Name, Read, Varying) and how to start it.
 type Harness struct {
-	// Name is the --agent value and the name in the trace's agent field.
-	Name string
+	recorded.Harness
 	// Locate finds the executable: explicit (--agent-bin) when given,
 	// else the harness's own rule (its TRAJ_*_BIN variable, then where
 	// `make setup` installs it, then PATH).
@@ -41,13 +44,6 @@ type Harness struct {
 	// left behind by a run that died (OpenCode's server password), so
 	// logs copied later can be redacted.
 	SecretFiles func(stateDir string) []string
-	// Read returns the reader of the objects this harness's adapter
-	// recorded, at version (the trace's agent field; "" when unknown).
-	Read func(version string) agent.Reader
-	// Varying matches what the adapter documents as varying from run to
-	// run in the harness's model requests (ids it makes up); a rerun
-	// compares requests with it blanked. nil: nothing documented.
-	Varying *regexp.Regexp
 	// LateToolEvents: the harness may report a tool call of a model
 	// response as started only after another one of it completed, though
 	// both ran side by side (Codex), so the recorder counts a response's
@@ -60,44 +56,42 @@ type Harness struct {
 }
 
 // Default is the harness of a run that names none, and of a trace whose
-// agent field is empty (the original recorder drove only OpenCode).
-const Default = opencode.HarnessName
+// agent field is empty (recorded.Default).
+const Default = recorded.Default
 
-// All lists every harness, Default first.
+// All lists every harness, Default first, in recorded's order.
 func All() []Harness {
+	read := map[string]recorded.Harness{}
+	for _, r := range recorded.All() {
+		read[r.Name] = r
+	}
 	return []Harness{
 		{
-			Name:   opencode.HarnessName,
-			Locate: opencode.ResolveBinary,
-			Mounts: opencode.Mounts,
+			Harness: read[opencode.HarnessName],
+			Locate:  opencode.ResolveBinary,
+			Mounts:  opencode.Mounts,
 			Start: func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error) {
 				return opencode.StartAgent(ctx, sb, spec)
 			},
 			SecretFiles: func(stateDir string) []string { return []string{opencode.PasswordFile(stateDir)} },
-			Read:        func(v string) agent.Reader { return opencode.Reader{Version: v} },
-			Varying:     opencode.VaryingRequest,
 		},
 		{
-			Name:   claudecode.HarnessName,
-			Locate: claudecode.Binary.Locate,
-			Mounts: claudecode.Mounts,
+			Harness: read[claudecode.HarnessName],
+			Locate:  claudecode.Binary.Locate,
+			Mounts:  claudecode.Mounts,
 			Start: func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error) {
 				return claudecode.Start(ctx, sb, spec)
 			},
 			SecretFiles: none,
-			Read:        func(v string) agent.Reader { return claudecode.Reader{Version: v} },
-			Varying:     claudecode.VaryingRequest,
 		},
 		{
-			Name:   codex.HarnessName,
-			Locate: codex.Binary.Locate,
-			Mounts: codex.Mounts,
+			Harness: read[codex.HarnessName],
+			Locate:  codex.Binary.Locate,
+			Mounts:  codex.Mounts,
 			Start: func(ctx context.Context, sb sandbox.Sandbox, spec agent.Spec) (*agent.Started, error) {
 				return codex.Start(ctx, sb, spec)
 			},
 			SecretFiles: none,
-			Read:        func(v string) agent.Reader { return codex.Reader{Version: v} },
-			Varying:     codex.VaryingRequest,
 			// Measured: of a demo response's two commands, the second
 			// was reported started after the first completed, its file
 			// already written.
@@ -134,13 +128,7 @@ func (h Harness) WritableState(stateDir string) ([]string, error) {
 func none(string) []string { return nil }
 
 // Names are the harnesses' names, for --agent's help and errors.
-func Names() []string {
-	var out []string
-	for _, h := range All() {
-		out = append(out, h.Name)
-	}
-	return out
-}
+func Names() []string { return recorded.Names() }
 
 // Lookup is the harness called name; "" is Default. An unknown name is an
 // error that lists the known ones.
@@ -163,3 +151,7 @@ func Recorded(agentField string) (h Harness, id trace.AgentID, ok bool) {
 	h, err := Lookup(id.Name)
 	return h, id, err == nil
 }
+
+// Reader is recorded.Reader: the reader of the objects a trace recorded,
+// from its "agent" field. Readers of a trace call recorded directly.
+func Reader(agentField string) agent.Reader { return recorded.Reader(agentField) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/harness"
+	"github.com/trajlab/traj/sandbox/harness/recorded"
 )
 
 func TestLookup(t *testing.T) {
@@ -125,5 +126,20 @@ func TestEveryHarnessIsComplete(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartsWhatReadersRead: every harness traj starts carries the
+// reader-only entry of the same name (sandbox/harness/recorded), in the
+// same order, so a run's trace is read by its harness's reader.
+func TestStartsWhatReadersRead(t *testing.T) {
+	all, read := harness.All(), recorded.All()
+	if len(all) != len(read) {
+		t.Fatalf("%d harnesses start, %d are read", len(all), len(read))
+	}
+	for i, h := range all {
+		if h.Name == "" || h.Name != read[i].Name || h.Read == nil || h.Start == nil {
+			t.Errorf("harness %d: %q starts, %q is read (reader set: %v)", i, h.Name, read[i].Name, h.Read != nil)
+		}
 	}
 }

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/sandbox/opencode/wire"
 )
 
-// HarnessName is the trace's agent field for OpenCode.
-const HarnessName = "opencode"
+// HarnessName is the trace's agent field for OpenCode (wire's).
+const HarnessName = wire.HarnessName
 
 // AgentReadyTimeout bounds StartAgent's wait for the server's health.
 const AgentReadyTimeout = 90 * time.Second

@@ -1,4 +1,4 @@
-package opencode
+package wire
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 
 	"github.com/trajlab/traj/sandbox/agent"
 )
+
+// HarnessName is the trace's agent field for OpenCode.
+const HarnessName = "opencode"
 
 // Reader reads the objects an OpenCode trajectory recorded (parts,
 // sessions, message infos) with the same Normalize methods the recorder

@@ -1,4 +1,4 @@
-package codex
+package wire
 
 import "regexp"
 

@@ -1,11 +1,13 @@
-package claudecode
+package wire
 
 import (
 	"encoding/json"
 
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/agent/cliturn"
 )
+
+// HarnessName is the trace's agent field for Claude Code.
+const HarnessName = "claude-code"
 
 // Reader reads the objects a Claude Code trajectory recorded: stdout lines
 // of `claude -p --output-format stream-json`, verbatim (a tool part is the
@@ -25,8 +27,8 @@ var _ agent.Reader = Reader{}
 // block, "UUID:i"); with no id, the first counted part.
 func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part, bool) {
 	counted := func(p agent.Part) bool { return p.Kind.Counted() }
-	return cliturn.ReplayPart(id, kind, raw, counted, func(emit func(agent.Event)) func(json.RawMessage) {
-		t := newTranslator("", nil, &accounting{}, nil, emit)
+	return agent.ReplayPart(id, kind, raw, counted, func(emit func(agent.Event)) func(json.RawMessage) {
+		t := NewTranslator("", nil, &Accounting{}, nil, emit)
 		return func(l json.RawMessage) { t.Line(l) }
 	})
 }

@@ -1,4 +1,4 @@
-package claudecode
+package wire
 
 import (
 	"encoding/json"
@@ -10,9 +10,11 @@ import (
 	"github.com/trajlab/traj/sandbox/agent"
 )
 
-// translator turns one turn's stream-json lines into agent events. It is
-// used from the turn's reader goroutine only (and end after it finished).
-type translator struct {
+// Translator turns one turn's stream-json lines into agent events: the
+// adapter runs it live, the Reader replays recorded lines through it. It
+// is used from the turn's reader goroutine only (and End after it
+// finished).
+type Translator struct {
 	root  string
 	price *agent.Price
 	emit  func(agent.Event)
@@ -25,7 +27,7 @@ type translator struct {
 	// calls holds message_start usage by message id until message_delta.
 	calls map[string]agent.Usage
 	// acct is the session's usage accounting, carried across turns.
-	acct *accounting
+	acct *Accounting
 	// saved is called after the result line updated acct.
 	saved     func()
 	lastMsg   map[string]string // session → its latest message id
@@ -37,10 +39,10 @@ type pendingTool struct {
 	call json.RawMessage // the assistant line
 }
 
-// accounting reconciles the per-call usage with the result lines, whose
+// Accounting reconciles the per-call usage with the result lines, whose
 // modelUsage is cumulative over the whole session (a resumed session's
 // result includes every earlier turn).
-type accounting struct {
+type Accounting struct {
 	// Cum is modelUsage (tokens and Claude Code's cost) at the last result.
 	Cum agent.Usage `json:"cumulative"`
 	// Seen is the per-call usage sent since that result (an aborted turn
@@ -48,8 +50,11 @@ type accounting struct {
 	Seen agent.Usage `json:"seen_since"`
 }
 
-func newTranslator(root string, price *agent.Price, acct *accounting, saved func(), emit func(agent.Event)) *translator {
-	return &translator{root: root, price: price, emit: emit, acct: acct, saved: saved,
+// NewTranslator translates the lines of root's session; price, when set,
+// prices each call; acct is carried across turns and saved, when set, is
+// called after a result line updated it; emit receives the events.
+func NewTranslator(root string, price *agent.Price, acct *Accounting, saved func(), emit func(agent.Event)) *Translator {
+	return &Translator{root: root, price: price, emit: emit, acct: acct, saved: saved,
 		sessions: map[string]bool{root: true}, toolSess: map[string]string{}, messages: map[string]json.RawMessage{},
 		pending: map[string]*pendingTool{}, calls: map[string]agent.Usage{}, lastMsg: map[string]string{}}
 }
@@ -137,7 +142,7 @@ func mergeUsage(u *agent.Usage, w *wireUsage) {
 }
 
 // Line translates one stdout line.
-func (t *translator) Line(raw []byte) {
+func (t *Translator) Line(raw []byte) {
 	var l line
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &l) != nil || l.Type == "" {
 		return // not one of Claude Code's JSON lines
@@ -159,7 +164,7 @@ func (t *translator) Line(raw []byte) {
 
 // sessionOf is the session a line belongs to: the root, or the sub-agent
 // session named after the Task/Agent tool call that started it.
-func (t *translator) sessionOf(l line) string {
+func (t *Translator) sessionOf(l line) string {
 	if l.ParentToolUseID == nil || *l.ParentToolUseID == "" {
 		return t.root
 	}
@@ -168,7 +173,7 @@ func (t *translator) sessionOf(l line) string {
 
 // child announces the sub-agent session of tool call id once (raw: the
 // harness's task_started line when known).
-func (t *translator) child(id string, raw json.RawMessage) string {
+func (t *Translator) child(id string, raw json.RawMessage) string {
 	if t.sessions[id] {
 		return id
 	}
@@ -184,7 +189,7 @@ func (t *translator) child(id string, raw json.RawMessage) string {
 	return id
 }
 
-func (t *translator) system(l line, raw []byte) {
+func (t *Translator) system(l line, raw []byte) {
 	switch l.Subtype {
 	case "init":
 		t.emit(agent.Event{Kind: agent.EventSession, SessionID: t.root, Session: &agent.Session{ID: t.root, Raw: raw}})
@@ -195,7 +200,7 @@ func (t *translator) system(l line, raw []byte) {
 	}
 }
 
-func (t *translator) announce(sess, id string, role agent.Role, raw []byte) {
+func (t *Translator) announce(sess, id string, role agent.Role, raw []byte) {
 	if _, ok := t.messages[id]; ok {
 		return
 	}
@@ -210,7 +215,7 @@ func (t *translator) announce(sess, id string, role agent.Role, raw []byte) {
 // input side, message_delta the final output count. The usage goes out as
 // an uncounted "usage" part of that message, which the recorder adds to
 // the next counted part.
-func (t *translator) streamEvent(l line, raw []byte) {
+func (t *Translator) streamEvent(l line, raw []byte) {
 	e := l.Event
 	if e == nil {
 		return
@@ -243,7 +248,7 @@ func (t *translator) streamEvent(l line, raw []byte) {
 	}
 }
 
-func (t *translator) assistant(l line, raw []byte) {
+func (t *Translator) assistant(l line, raw []byte) {
 	if l.Message == nil {
 		return
 	}
@@ -289,7 +294,7 @@ func (t *translator) assistant(l line, raw []byte) {
 
 // user lines carry tool results (completing the call's part) or a
 // sub-agent's prompt.
-func (t *translator) user(l line, raw []byte) {
+func (t *Translator) user(l line, raw []byte) {
 	if l.Message == nil {
 		return
 	}
@@ -494,7 +499,7 @@ func resultText(raw json.RawMessage) string {
 // result closes the turn: the totals over every model the turn used,
 // minus what the per-call usage already reported, go out with the result
 // line as an uncounted part; the root's last message is final.
-func (t *translator) result(l line, raw []byte) {
+func (t *Translator) result(l line, raw []byte) {
 	t.sawResult = true
 	var cum agent.Usage
 	for _, m := range l.ModelUsage {
@@ -537,7 +542,7 @@ func (t *translator) result(l line, raw []byte) {
 
 // End runs after the process exited: tool calls that never got a result
 // (the turn was aborted) are sent as they are, not done.
-func (t *translator) End() bool {
+func (t *Translator) End() bool {
 	for _, id := range t.order {
 		if pt, ok := t.pending[id]; ok {
 			p := pt.part

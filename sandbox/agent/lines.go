@@ -1,10 +1,6 @@
-package cliturn
+package agent
 
-import (
-	"encoding/json"
-
-	"github.com/trajlab/traj/sandbox/agent"
-)
+import "encoding/json"
 
 // Lines splits a part a CLI adapter recorded into its stdout lines: a
 // JSON array of lines (a tool call and its result), or one line.
@@ -25,14 +21,14 @@ func Lines(raw json.RawMessage) []json.RawMessage {
 // emissions of that part). The part keeps raw verbatim and no session
 // (the trace's part names it). ok is false when no such part was
 // emitted: the part then carries only id, kind and raw.
-func ReplayPart(id string, kind agent.Kind, raw json.RawMessage, accept func(agent.Part) bool,
-	newLine func(emit func(agent.Event)) func(json.RawMessage)) (agent.Part, bool) {
+func ReplayPart(id string, kind Kind, raw json.RawMessage, accept func(Part) bool,
+	newLine func(emit func(Event)) func(json.RawMessage)) (Part, bool) {
 	var (
-		got   agent.Part
+		got   Part
 		found bool
 	)
-	line := newLine(func(ev agent.Event) {
-		if ev.Kind != agent.EventPart || ev.Part == nil {
+	line := newLine(func(ev Event) {
+		if ev.Kind != EventPart || ev.Part == nil {
 			return
 		}
 		if ev.Part.ID == id || id == "" && (!found || got.ID == ev.Part.ID) && (accept == nil || accept(*ev.Part)) {
@@ -43,7 +39,7 @@ func ReplayPart(id string, kind agent.Kind, raw json.RawMessage, accept func(age
 		line(l)
 	}
 	if !found {
-		return agent.Part{ID: id, Kind: kind, Raw: raw}, false
+		return Part{ID: id, Kind: kind, Raw: raw}, false
 	}
 	got.Raw, got.SessionID = raw, ""
 	return got, true

@@ -1,4 +1,4 @@
-package codex
+package wire
 
 import (
 	"encoding/json"
@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/agent/cliturn"
 )
+
+// HarnessName is the trace's agent field for Codex.
+const HarnessName = "codex"
 
 // Reader reads the objects a Codex trajectory recorded: `codex exec
 // --json` lines, verbatim (a tool part is the JSON array of its
@@ -35,8 +37,8 @@ func (Reader) Part(id string, kind agent.Kind, raw json.RawMessage) (agent.Part,
 	if i := strings.LastIndexByte(id, ':'); i > 0 {
 		msg = id[:i]
 	}
-	p, ok := cliturn.ReplayPart(id, kind, raw, nil, func(emit func(agent.Event)) func(json.RawMessage) {
-		t := &translator{msgID: msg, st: &persisted{}, save: func() error { return nil }, log: discard,
+	p, ok := agent.ReplayPart(id, kind, raw, nil, func(emit func(agent.Event)) func(json.RawMessage) {
+		t := &Translator{msgID: msg, st: &State{}, save: func() error { return nil }, log: discard,
 			pending: map[string]json.RawMessage{}, started: true, emit: emit}
 		return func(l json.RawMessage) { t.Line(l) }
 	})

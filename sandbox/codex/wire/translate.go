@@ -1,4 +1,4 @@
-package codex
+package wire
 
 import (
 	"encoding/json"
@@ -10,12 +10,23 @@ import (
 	"github.com/trajlab/traj/sandbox/agent"
 )
 
-// translator turns one turn's `codex exec --json` lines into events. All
+// State is the Codex adapter's state: the root session id traj gave the
+// trajectory, Codex's thread behind it, the turns so far and the thread's
+// cumulative usage at the last turn.completed.
+type State struct {
+	SessionID string      `json:"session_id"`
+	ThreadID  string      `json:"thread_id,omitempty"`
+	Turns     int         `json:"turns"`
+	Usage     agent.Usage `json:"cumulative_usage"`
+}
+
+// Translator turns one turn's `codex exec --json` lines into events: the
+// adapter runs it live, the Reader replays recorded lines through it. All
 // parts of a turn belong to one assistant message (Codex's exec stream has
 // no message ids; the turn is its unit).
-type translator struct {
+type Translator struct {
 	root    string
-	st      *persisted
+	st      *State
 	price   *agent.Price
 	emit    func(agent.Event)
 	save    func() error
@@ -27,6 +38,15 @@ type translator struct {
 	pending map[string]json.RawMessage
 	order   []string
 	ended   bool
+}
+
+// NewTranslator translates one turn of session root, its parts in the
+// message msgID: st is the adapter's state (the thread and usage are
+// updated, then saved with save), price prices the turn's usage, log takes
+// what could not be saved, emit the events.
+func NewTranslator(root, msgID string, st *State, price *agent.Price, save func() error, log *slog.Logger, emit func(agent.Event)) *Translator {
+	return &Translator{root: root, st: st, price: price, emit: emit, save: save, msgID: msgID,
+		pending: map[string]json.RawMessage{}, log: log}
 }
 
 type event struct {
@@ -76,7 +96,7 @@ type turnUsage struct {
 var toolItems = map[string]bool{"command_execution": true, "mcp_tool_call": true, "web_search": true,
 	"collab_tool_call": true, "image_view": true}
 
-func (t *translator) message(raw []byte) {
+func (t *Translator) message(raw []byte) {
 	if t.started {
 		return
 	}
@@ -86,7 +106,7 @@ func (t *translator) message(raw []byte) {
 }
 
 // Line translates one stdout line.
-func (t *translator) Line(raw []byte) {
+func (t *Translator) Line(raw []byte) {
 	var e event
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &e) != nil || e.Type == "" {
 		return // not one of Codex's JSON lines
@@ -164,7 +184,7 @@ func toolName(it *item) string {
 	return it.Type
 }
 
-func (t *translator) toolPart(it *item, raws []json.RawMessage) agent.Part {
+func (t *Translator) toolPart(it *item, raws []json.RawMessage) agent.Part {
 	raw, _ := json.Marshal(raws)
 	input := it.Arguments
 	if it.Type == "command_execution" {
@@ -218,7 +238,7 @@ func changedPaths(raw json.RawMessage) []string {
 	return out
 }
 
-func (t *translator) completed(it *item, raw []byte) {
+func (t *Translator) completed(it *item, raw []byte) {
 	p := agent.Part{ID: t.msgID + ":" + it.ID, SessionID: t.root, MessageID: t.msgID, Done: true, Raw: raw}
 	switch {
 	case toolItems[it.Type]:
@@ -261,7 +281,7 @@ func (t *translator) completed(it *item, raw []byte) {
 
 // turnCompleted sends the turn's usage (this turn's share of the thread's
 // cumulative count) with the turn.completed line, and ends the turn.
-func (t *translator) turnCompleted(u *turnUsage, raw []byte) {
+func (t *Translator) turnCompleted(u *turnUsage, raw []byte) {
 	t.ended = true
 	p := agent.Part{ID: t.msgID + ":turn.completed", SessionID: t.root, MessageID: t.msgID, Kind: "turn.completed", Done: true, Raw: raw}
 	if u != nil {
@@ -284,14 +304,14 @@ func (t *translator) turnCompleted(u *turnUsage, raw []byte) {
 	t.final()
 }
 
-func (t *translator) final() {
+func (t *Translator) final() {
 	t.emit(agent.Event{Kind: agent.EventMessage, SessionID: t.root, Message: &agent.Message{
 		ID: t.msgID, SessionID: t.root, Role: agent.RoleAssistant, Final: true, Raw: t.msgRaw}})
 }
 
 // End runs after the process exited: tool calls without a result (an
 // aborted turn) are sent as they are, not done.
-func (t *translator) End() bool {
+func (t *Translator) End() bool {
 	for _, id := range t.order {
 		if started, ok := t.pending[id]; ok {
 			var e event

@@ -1,4 +1,4 @@
-package opencode
+package wire
 
 import (
 	"encoding/json"
@@ -124,7 +124,7 @@ func checkDecodePart(t *testing.T, raw []byte) {
 func recordedParts(t *testing.T) [][]byte {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"../harness/testdata/opencode/agent_trace.json", "../../replay/*/testdata/*/agent_trace.json", "../../replay/*/testdata/*/*/agent_trace.json"} {
+	for _, pattern := range []string{"../../harness/testdata/opencode/agent_trace.json", "../../../replay/*/testdata/*/agent_trace.json", "../../../replay/*/testdata/*/*/agent_trace.json"} {
 		m, _ := filepath.Glob(pattern)
 		files = append(files, m...)
 	}
