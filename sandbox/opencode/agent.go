@@ -185,4 +185,3 @@ func Translate(ev Event) (agent.Event, bool) {
 	}
 	return agent.Event{}, false
 }
-
