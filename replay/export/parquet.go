@@ -20,7 +20,7 @@ import (
 	"github.com/trajlab/traj/replay/labels"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
@@ -739,7 +739,7 @@ func (e *parquetExport) groundTruthScores(ctx context.Context) error {
 func (e *parquetExport) modelCalls(ctx context.Context) error {
 	err := store.LoadRecord(ctx, e.in.store, e.in.prefix, store.ModelCallsName, func(r io.Reader) error {
 		e.calls.reset()
-		_, err := model.ScanRecord(r, func(c model.Call) error {
+		_, err := calls.ScanRecord(r, func(c calls.Call) error {
 			row := ModelCallRow{TrajectoryID: e.in.id, Seq: int64(c.Seq), StartedAt: timestamp(c.StartedAt),
 				LatencyMs: c.LatencyMS, FirstByteMs: c.FirstByteMS, API: c.API, Path: c.Path, Status: int32(c.Status),
 				Model: str(c.Model), Stream: c.Stream, RequestSHA256: c.Request.SHA256, RequestBytes: int64(c.Request.Bytes),

@@ -33,7 +33,7 @@ import (
 	"os"
 
 	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/sandbox/harness/recorded"
 	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
@@ -108,8 +108,8 @@ type RequestDiff struct {
 	Call      int          `json:"call"`
 	Path      string       `json:"path"`
 	Model     string       `json:"model,omitempty"`
-	Source    model.Digest `json:"source"`
-	Rerun     model.Digest `json:"rerun"`
+	Source    calls.Digest `json:"source"`
+	Rerun     calls.Digest `json:"rerun"`
 	SourceSeq int          `json:"source_seq"`
 	RerunSeq  int          `json:"rerun_seq"`
 	Why       string       `json:"why"`
@@ -274,15 +274,15 @@ func sameParts(a, b []part, lo, hi int) bool {
 // boundaries are the parts at which the source's model responses ended:
 // each call's parts_before (the parts that existed when it started).
 // Without a record, every part is one.
-func boundaries(calls string, parts int) (map[int]bool, error) {
+func boundaries(record string, parts int) (map[int]bool, error) {
 	out := map[int]bool{}
-	if calls == "" {
+	if record == "" {
 		for p := 1; p <= parts; p++ {
 			out[p] = true
 		}
 		return out, nil
 	}
-	_, err := model.ReadRecord(calls, func(c model.Call) error {
+	_, err := calls.ReadRecord(record, func(c calls.Call) error {
 		if c.PartsBefore != nil && *c.PartsBefore > 0 {
 			out[*c.PartsBefore] = true
 		}
@@ -409,7 +409,7 @@ func firstRequest(sourcePath, rerunPath string) (*RequestDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	queue := map[key][]model.Call{}
+	queue := map[key][]calls.Call{}
 	for _, c := range src {
 		k := key{c.Path, c.Model}
 		queue[k] = append(queue[k], c)

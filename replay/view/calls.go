@@ -9,7 +9,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 )
@@ -55,7 +55,7 @@ func loadCalls(ctx context.Context, st store.Store, prefix string) (*callIndex, 
 	ci := &callIndex{stamp: fmt.Sprint(fi.Size, fi.ModTime.UnixNano())}
 	err = store.LoadRecord(ctx, st, prefix, store.ModelCallsName, func(r io.Reader) error {
 		ci.rows = ci.rows[:0]
-		_, err := model.ScanRecord(r, func(c model.Call) error {
+		_, err := calls.ScanRecord(r, func(c calls.Call) error {
 			ci.rows = append(ci.rows, CallRow{Seq: c.Seq, StartedAt: c.StartedAt, LatencyMS: c.LatencyMS, FirstByteMS: c.FirstByteMS,
 				API: c.API, Status: c.Status, Model: c.Model, Tokens: c.Tokens, Cost: c.Cost, PartsBefore: c.PartsBefore,
 				ResponseID: c.ResponseID, ToolCallIDs: c.ToolCallIDs, Error: c.Error, ResponseBytes: len(c.Response)})
@@ -103,10 +103,10 @@ func (ci *callIndex) forPart(n int, messageID, callID string, seq int) []CallRow
 // CallDetail is one model call with its response body (clipped).
 type CallDetail struct {
 	CallRow
-	Request model.Digest `json:"request"`
+	Request calls.Digest `json:"request"`
 	// Reply is the response put back together (text, reasoning, tool
-	// calls), when the gateway's API is one model.Assemble reads.
-	Reply     *model.Reply `json:"reply,omitempty"`
+	// calls), when the gateway's API is one calls.Assemble reads.
+	Reply     *calls.Reply `json:"reply,omitempty"`
 	Response  string       `json:"response"`
 	Truncated bool         `json:"truncated"`
 }
@@ -116,7 +116,7 @@ func loadCall(ctx context.Context, st store.Store, prefix string, seq int) (*Cal
 	var out *CallDetail
 	errFound := errors.New("found")
 	err := store.LoadRecord(ctx, st, prefix, store.ModelCallsName, func(r io.Reader) error {
-		_, err := model.ScanRecord(r, func(c model.Call) error {
+		_, err := calls.ScanRecord(r, func(c calls.Call) error {
 			if c.Seq != seq {
 				return nil
 			}
@@ -134,7 +134,7 @@ func loadCall(ctx context.Context, st store.Store, prefix string, seq int) (*Cal
 	if out == nil {
 		return nil, fmt.Errorf("model call %d: %w", seq, errNoSuchPath)
 	}
-	if r, ok := model.Assemble(out.API, []byte(out.Response)); ok && (r.Text != "" || r.Reasoning != "" || len(r.ToolCalls) > 0) {
+	if r, ok := calls.Assemble(out.API, []byte(out.Response)); ok && (r.Text != "" || r.Reasoning != "" || len(r.ToolCalls) > 0) {
 		r.Text, r.Reasoning = clipBytes(r.Text, maxTextBytes), clipBytes(r.Reasoning, maxTextBytes)
 		out.Reply = &r
 	}

@@ -103,16 +103,6 @@ type Gateway struct {
 	detail string
 }
 
-// Totals add up the calls of a record.
-type Totals struct {
-	Calls  int          `json:"calls"`
-	Failed int          `json:"failed"` // calls answered with a status >= 400 or not at all
-	Tokens trace.Tokens `json:"tokens"`
-	Cost   float64      `json:"cost"`
-	// LastSeq is the highest seq added.
-	LastSeq int `json:"-"`
-}
-
 // New returns a Gateway for opts.
 func New(opts Options) (*Gateway, error) {
 	if opts.Token == "" {
@@ -409,7 +399,7 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 	g.mu.Lock()
 	g.seq++
 	call.Seq = g.seq
-	g.totals.add(*call)
+	g.totals.Add(*call)
 	totals := g.totals
 	var line []byte
 	if g.opts.Record != nil {
@@ -436,20 +426,6 @@ func (g *Gateway) finish(call *Call, start time.Time, resp []byte) {
 	}
 	if g.opts.MaxCost > 0 && totals.Cost >= g.opts.MaxCost {
 		g.end(ReasonCostLimit, fmt.Sprintf("the model calls cost $%.4f, the budget is $%.4f (--max-cost)", totals.Cost, g.opts.MaxCost))
-	}
-}
-
-func (t *Totals) add(c Call) {
-	t.Calls++
-	t.LastSeq = max(t.LastSeq, c.Seq)
-	if c.Status >= 400 || c.Status == 0 {
-		t.Failed++
-	}
-	if c.Tokens != nil {
-		t.Tokens.Add(*c.Tokens)
-	}
-	if c.Cost != nil {
-		t.Cost += *c.Cost
 	}
 }
 

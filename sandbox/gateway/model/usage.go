@@ -1,11 +1,10 @@
 package model
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"strings"
 
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -35,7 +34,7 @@ const (
 // without reasoning.
 func parseResponse(api string, body []byte) (parsed, bool) {
 	var p parsed
-	objs := sseData(body)
+	objs := calls.SSEData(body)
 	if objs == nil {
 		if !json.Valid(body) {
 			return p, false
@@ -56,39 +55,6 @@ func parseResponse(api string, body []byte) (parsed, bool) {
 		p.chatOutputs()
 	}
 	return p, true
-}
-
-// sseData returns the data payloads of an SSE body, nil when body is not
-// an event stream.
-func sseData(body []byte) [][]byte {
-	trimmed := bytes.TrimLeft(body, " \r\n")
-	if !bytes.HasPrefix(trimmed, []byte("data:")) && !bytes.HasPrefix(trimmed, []byte("event:")) && !bytes.HasPrefix(trimmed, []byte(":")) {
-		return nil
-	}
-	out := [][]byte{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, 64<<20)
-	var cur []byte
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case len(line) == 0:
-			if len(cur) > 0 {
-				out = append(out, cur)
-				cur = nil
-			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
-			if len(cur) > 0 {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, d...)
-		}
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
 }
 
 func (p *parsed) chat(o []byte) {

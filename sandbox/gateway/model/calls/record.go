@@ -1,4 +1,4 @@
-package model
+package calls
 
 import (
 	"bufio"
@@ -13,6 +13,31 @@ import (
 
 	"github.com/trajlab/traj/trace"
 )
+
+// Totals add up the calls of a record (Add).
+type Totals struct {
+	Calls  int          `json:"calls"`
+	Failed int          `json:"failed"` // calls answered with a status >= 400 or not at all
+	Tokens trace.Tokens `json:"tokens"`
+	Cost   float64      `json:"cost"`
+	// LastSeq is the highest seq added.
+	LastSeq int `json:"-"`
+}
+
+// Add counts c.
+func (t *Totals) Add(c Call) {
+	t.Calls++
+	t.LastSeq = max(t.LastSeq, c.Seq)
+	if c.Status >= 400 || c.Status == 0 {
+		t.Failed++
+	}
+	if c.Tokens != nil {
+		t.Tokens.Add(*c.Tokens)
+	}
+	if c.Cost != nil {
+		t.Cost += *c.Cost
+	}
+}
 
 // Call is one line of the model-call record.
 type Call struct {
@@ -165,7 +190,7 @@ func scanRecord(r io.Reader, fn func(Call) error, maxLine int) (Totals, error) {
 				c.Cut = cut.in
 				c.ResponseTruncated = c.ResponseTruncated || cut.cut > 0
 			}
-			t.add(c)
+			t.Add(c)
 			if fn != nil {
 				if ferr := fn(c); ferr != nil {
 					return t, ferr

@@ -1,6 +1,8 @@
-package model
+package calls
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -25,7 +27,7 @@ type ReplyCall struct {
 // chat.completions, messages, responses; an SSE stream or one JSON body)
 // back together. ok is false when the body is neither.
 func Assemble(api string, body []byte) (Reply, bool) {
-	objs := sseData(body)
+	objs := SSEData(body)
 	if objs == nil {
 		if !json.Valid(body) {
 			return Reply{}, false
@@ -237,4 +239,37 @@ func (a *assembler) item(i int, it responsesItem) {
 		c := a.call(i)
 		c.ID, c.Name, c.Arguments = it.CallID, it.Name, it.Arguments
 	}
+}
+
+// SSEData returns the data payloads of an SSE body, nil when body is not
+// an event stream.
+func SSEData(body []byte) [][]byte {
+	trimmed := bytes.TrimLeft(body, " \r\n")
+	if !bytes.HasPrefix(trimmed, []byte("data:")) && !bytes.HasPrefix(trimmed, []byte("event:")) && !bytes.HasPrefix(trimmed, []byte(":")) {
+		return nil
+	}
+	out := [][]byte{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 64<<20)
+	var cur []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if len(cur) > 0 {
+				out = append(out, cur)
+				cur = nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if len(cur) > 0 {
+				cur = append(cur, '\n')
+			}
+			cur = append(cur, d...)
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
