@@ -20,7 +20,6 @@ import (
 	"github.com/trajlab/traj/orchestrator/secret"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox/gateway/model"
-	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/gitstate"
 	"github.com/trajlab/traj/trace/store"
@@ -160,14 +159,14 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	lspec := launch.Spec{ID: p.ID, Workspace: p.Workspace, SandboxDir: p.Sandbox, LogDir: p.LogsDir(),
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs,
 		TrajBin: opts.TrajBin, TestsDir: opts.TestsDir, Sandbox: opts.Sandbox, Logger: log, DenyCCompiler: s.Task.DenyCCompiler,
-		Agent: opts.Agent, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
+		Harness: opts.harness, AgentBin: opts.AgentBin, Record: filepath.Join(p.Dir, store.ModelCallsName),
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts:    &partsSoFar,
 		Playback: opts.playback(),
 		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
 	responseTools := &engine.ResponseTools{}
 	lspec.OnModelResponse = responseTools.Announce
-	modelCalls := &engine.ModelCalls{MessagePerTurn: turnMessages(opts.Agent)}
+	modelCalls := &engine.ModelCalls{MessagePerTurn: opts.harness.TurnMessages}
 	lspec.OnModelCallStart, lspec.OnModelCall = modelCalls.Started, func(c model.Call) { modelCalls.Completed(engineCall(c)) }
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
@@ -224,7 +223,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		StallTimeout: opts.StallTimeout, PromptBefore: forkPrompt(opts),
 		Now: opts.Now, Logger: log, AfterTurn: afterTurn(pub, ag.AfterTurn), Halted: ag.Halted, ReadToolOutput: ag.ReadToolOutput,
 		GroundTruth: sc.loopGroundTruth(), StopAtFirst: s.Task.GroundTruth.StopAtFirst, FullToolResult: sc.fullToolResult(),
-		GatewayCalls: ledger, ResponseTools: responseTools, CountTools: lateToolEvents(ag.Harness), ModelCalls: modelCalls,
+		GatewayCalls: ledger, ResponseTools: responseTools, CountTools: opts.harness.LateToolEvents, ModelCalls: modelCalls,
 		Redact: secret.NewRedactor(ag.Secrets), Parts: &partsSoFar,
 	}, ag.Agent, repo, w, pub, opts.Reporter)
 	for _, c := range rec.Calls {
@@ -454,20 +453,6 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 		Reason: end.Reason, Part: res.End.TotalParts, Turn: res.End.TotalTurns, GitCommit: end.FinalGitCommit,
 		TokensTotal: tok.Total(), Cost: cost, Artifacts: artifacts, Message: end.Detail, Dir: p.Dir})
 	return res, loopErr
-}
-
-// lateToolEvents says whether harness name may report a response's tool
-// calls one after the other though they ran side by side, its parts
-// without the model's call ids: the loop counts them.
-func lateToolEvents(name string) bool {
-	h, err := harness.Lookup(name)
-	return err == nil && h.LateToolEvents
-}
-
-// turnMessages: the harness's message ids name a turn, not a response.
-func turnMessages(name string) bool {
-	h, err := harness.Lookup(name)
-	return err == nil && h.TurnMessages
 }
 
 // engineCall is what the recorder keeps of a model call to attribute it.

@@ -59,6 +59,9 @@ type Options struct {
 	// $TRAJ_OPENCODE_BIN, then where `make setup` installs it).
 	Agent    string
 	AgentBin string
+	// harness is Agent's harness, resolved once by Validate and passed
+	// down as a value (preflight, disk cap, launch, the loop).
+	harness harness.Harness
 	// MaxTokens and MaxCost are the model gateway's budgets over all
 	// model calls (0: none); Price (dollars per million tokens) prices the
 	// calls for MaxCost and the trace's cost. The scripted model has a
@@ -141,7 +144,12 @@ func NewTrajectoryID(taskName string, now time.Time) string {
 	return fmt.Sprintf("%s-%s-%s", taskName, now.UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
 }
 
-// Validate checks the options and fills the defaults.
+// Harness is the harness Validate resolved from Agent (the zero value
+// before Validate).
+func (o Options) Harness() harness.Harness { return o.harness }
+
+// Validate checks the options and fills the defaults; it resolves Agent's
+// harness once (Harness).
 func (o *Options) Validate() error {
 	if o.MaxParts <= 0 {
 		return errors.New("the part budget (--max-parts) is required and must be > 0")
@@ -164,11 +172,13 @@ func (o *Options) Validate() error {
 	if prov, model, ok := strings.Cut(o.Model, "/"); !ok || prov == "" || model == "" {
 		return fmt.Errorf("model %q: want PROVIDER/MODEL (for example scripted/demo or anthropic/claude-sonnet-4-5)", o.Model)
 	}
-	h, err := harness.Lookup(o.Agent)
-	if err != nil {
-		return err
+	if o.harness.Name == "" || o.harness.Name != o.Agent {
+		h, err := harness.Lookup(o.Agent)
+		if err != nil {
+			return err
+		}
+		o.Agent, o.harness = h.Name, h
 	}
-	o.Agent = h.Name
 	if o.MaxTokens < 0 || o.MaxCost < 0 {
 		return errors.New("--max-tokens and --max-cost must not be negative")
 	}
@@ -234,7 +244,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := makeFolders(ctx, s); err != nil {
 		return nil, err
 	}
-	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.Agent, opts.Logger)
+	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.harness, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +255,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // Preflight checks, before anything is written, what would otherwise fail
 // only after the trajectory folder exists (see launch.Preflight).
 func Preflight(ctx context.Context, opts Options, tk *task.Task) error {
-	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Agent: opts.Agent,
+	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Harness: opts.harness,
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Playback: opts.playback(), Fork: opts.forkAt() > 0, Sandbox: opts.Sandbox})
 }
 

@@ -27,8 +27,8 @@ const DefaultDisk = 4 << 30
 // MountWorkspace gives the sandbox of p its disk cap (package
 // sandbox/disk) before anything writes it, and returns what unmounts it.
 // The cap holds every folder the agent's sandbox may write: the workspace
-// and the writable state folders of harness agentName ("" is the default
-// harness; OpenCode's
+// and the writable state folders of harness h, resolved by the caller
+// (the zero value is the default harness; OpenCode's
 // snapshots of the workspace, a CLI harness's sessions and HOME), so what
 // the agent's processes write, directly or through its harness, grows the
 // host disk by at most the cap. One image, mounted at
@@ -48,9 +48,12 @@ const DefaultDisk = 4 << 30
 //   - Else a new image of o.Disk bytes. Where none can be mounted (not
 //     root), a cap o.DiskOptional marks as the default is logged once and
 //     the run goes on without one; a cap the user asked for fails the run.
-func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions, agentName string, log *slog.Logger) (func(), error) {
-	if agentName == "" {
-		agentName = harness.Default
+func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions, h harness.Harness, log *slog.Logger) (func(), error) {
+	if h.Mounts == nil {
+		var err error
+		if h, err = harness.Lookup(harness.Default); err != nil {
+			return nil, err
+		}
 	}
 	img := p.DiskImage()
 	old := filepath.Join(p.Sandbox, folder.WorkspaceImageName)
@@ -62,7 +65,7 @@ func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions
 			if im == old {
 				return attach(ctx, old, p.Workspace, log)
 			}
-			return attachSandbox(ctx, p.Sandbox, p.Workspace, agentName, log)
+			return attachSandbox(ctx, p.Sandbox, p.Workspace, &h, log)
 		}
 	}
 	if o.Disk <= 0 {
@@ -98,7 +101,7 @@ func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions
 		return func() {}, nil
 	}
 	log.Info("sandbox disk cap (workspace and harness state)", "bytes", o.Disk, "image", img)
-	return attachSandbox(ctx, p.Sandbox, p.Workspace, agentName, log)
+	return attachSandbox(ctx, p.Sandbox, p.Workspace, &h, log)
 }
 
 // AttachWorkspace mounts the sandbox's image, when the trajectory has
@@ -106,7 +109,7 @@ func MountWorkspace(ctx context.Context, p folder.Paths, o launch.SandboxOptions
 // The folders bound are the ones the image lists (see bindsName).
 func AttachWorkspace(ctx context.Context, sandboxDir, workspace string, log *slog.Logger) (func(), error) {
 	if _, err := os.Stat(filepath.Join(sandboxDir, folder.DiskImageName)); err == nil {
-		return attachSandbox(ctx, sandboxDir, workspace, "", log)
+		return attachSandbox(ctx, sandboxDir, workspace, nil, log)
 	}
 	img := filepath.Join(sandboxDir, folder.WorkspaceImageName)
 	if _, err := os.Stat(img); err != nil {
@@ -122,9 +125,9 @@ const bindsName = "binds.json"
 
 // attachSandbox mounts the sandbox folder's image and binds into it the
 // workspace, the folders the image lists and the writable state folders
-// of harness agentName ("": none besides those listed). Whatever a killed
+// of harness h (nil: none besides those listed). Whatever a killed
 // recorder left mounted beneath the sandbox folder goes first.
-func attachSandbox(ctx context.Context, sandboxDir, workspace, agentName string, log *slog.Logger) (func(), error) {
+func attachSandbox(ctx context.Context, sandboxDir, workspace string, h *harness.Harness, log *slog.Logger) (func(), error) {
 	mnt := filepath.Join(sandboxDir, folder.DiskMountName)
 	if err := disk.UnmountUnder(sandboxDir); err != nil {
 		return nil, err
@@ -137,7 +140,7 @@ func attachSandbox(ctx context.Context, sandboxDir, workspace, agentName string,
 			log.Error("the sandbox stays mounted", "err", err, "unmount", "umount -R "+mnt)
 		}
 	}
-	binds, err := bindsOf(sandboxDir, mnt, workspace, agentName)
+	binds, err := bindsOf(sandboxDir, mnt, workspace, h)
 	if err == nil {
 		err = bindAll(sandboxDir, mnt, binds)
 	}
@@ -151,7 +154,7 @@ func attachSandbox(ctx context.Context, sandboxDir, workspace, agentName string,
 // bindsOf is every folder the image holds, relative to the sandbox
 // folder: the workspace first, those the image lists, the harness's
 // writable state; the list is written back when it grew.
-func bindsOf(sandboxDir, mnt, workspace, agentName string) ([]string, error) {
+func bindsOf(sandboxDir, mnt, workspace string, h *harness.Harness) ([]string, error) {
 	ws, err := filepath.Rel(sandboxDir, workspace)
 	if err != nil || ws == "." || strings.HasPrefix(ws, "..") {
 		return nil, fmt.Errorf("the workspace %s is not inside the sandbox folder %s", workspace, sandboxDir)
@@ -164,11 +167,7 @@ func bindsOf(sandboxDir, mnt, workspace, agentName string) ([]string, error) {
 		}
 	}
 	binds = append(binds, listed...)
-	if agentName != "" {
-		h, err := harness.Lookup(agentName)
-		if err != nil {
-			return nil, err
-		}
+	if h != nil {
 		state, err := h.WritableState(sandboxDir)
 		if err != nil {
 			return nil, err

@@ -66,7 +66,7 @@ func TestMountWorkspace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			unmount, err := MountWorkspace(t.Context(), p, tc.opts, tc.agent, log)
+			unmount, err := MountWorkspace(t.Context(), p, tc.opts, h, log)
 			if tc.fails {
 				if err == nil {
 					unmount()
@@ -119,7 +119,7 @@ func TestMountWorkspace(t *testing.T) {
 			}
 			// Killed: no unmount. The resume mounts the image again, over
 			// the mounts left behind, whatever it is asked.
-			again, err := MountWorkspace(t.Context(), p, launch.SandboxOptions{Disk: -1}, tc.agent, log)
+			again, err := MountWorkspace(t.Context(), p, launch.SandboxOptions{Disk: -1}, h, log)
 			if err != nil {
 				unmount()
 				t.Fatal(err)

@@ -21,9 +21,9 @@ import (
 type Check struct {
 	Task     *task.Task
 	TestsDir string
-	// Agent is the harness (harness.Default when empty); HarnessBin its
-	// executable ("": found as `make setup` installs it).
-	Agent      string
+	// Harness is the run's harness (resolved by the caller); HarnessBin
+	// its executable ("": found as `make setup` installs it).
+	Harness    harness.Harness
 	HarnessBin string
 	// Model is PROVIDER/MODEL; Script serves it offline; BaseURL is a
 	// custom endpoint.
@@ -42,11 +42,10 @@ func Preflight(ctx context.Context, c Check) error {
 	if _, err := OpenEnvironment(c.Task, c.TestsDir); err != nil {
 		return err
 	}
-	h, err := harness.Lookup(c.Agent)
-	if err != nil {
-		return err
+	if c.Harness.Locate == nil {
+		return errors.New("preflight: no harness")
 	}
-	if _, err := h.Locate(c.HarnessBin); err != nil {
+	if _, err := c.Harness.Locate(c.HarnessBin); err != nil {
 		return err
 	}
 	if err := c.Sandbox.Check(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -50,9 +51,10 @@ type Spec struct {
 	DenyCCompiler bool
 	Sandbox       SandboxOptions
 	Logger        *slog.Logger
-	// Agent is the harness (harness.Default when empty); AgentBin its
+	// Harness is the run's harness (resolved by the caller); AgentBin its
 	// executable ("": the harness's own rule finds it).
-	Agent, AgentBin string
+	Harness  harness.Harness
+	AgentBin string
 	// Record is the model-call record file (beside the trace).
 	Record string
 	// Playback, for a rerun, is the source's model-call record: the model
@@ -116,9 +118,9 @@ type Launched struct {
 // redacted, into the trajectory's logs/ folder. On error everything
 // started is stopped.
 func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
-	h, err := harness.Lookup(spec.Agent)
-	if err != nil {
-		return nil, err
+	h := spec.Harness
+	if h.Locate == nil {
+		return nil, errors.New("launch: no harness")
 	}
 	hBin, err := h.Locate(spec.AgentBin)
 	if err != nil {

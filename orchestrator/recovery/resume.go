@@ -95,7 +95,7 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		return nil, fmt.Errorf("resume %s: run state has no workspace or sandbox folder", id)
 	}
 	paths := folder.Paths{ID: id, Dir: l.Dir, Sandbox: st.SandboxDir, Workspace: st.Workspace}
-	unmount, err := orchestrator.MountWorkspace(ctx, paths, opts.Sandbox, opts.Agent, opts.Logger)
+	unmount, err := orchestrator.MountWorkspace(ctx, paths, opts.Sandbox, opts.Harness(), opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", id, err)
 	}
