@@ -92,7 +92,7 @@
 // copy: a part's harness-neutral content (kind, text, tool name, call id,
 // input, output, status, error, files, sub-agent session) is read from
 // content by the adapter of the harness "agent" names (name@version;
-// sandbox/harness.Reader, the agent port's Reader). Measured on traces the
+// sandbox/harness/recorded.Reader, the agent port's Reader). Measured on traces the
 // current writer recorded (real harness, scripted model), a written copy
 // would add 7.5 % (OpenCode), 15 % (Claude Code) and 25 % (Codex) to the
 // end-to-end trajectories and 37 % (94 of 250 KB) to the 50-part

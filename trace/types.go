@@ -147,7 +147,7 @@ type Part struct {
 	// redacted (traj): one object, or a JSON array of its objects in order
 	// when the part is built from several (a CLI harness's tool call and
 	// its result). Only the harness's reader decodes it
-	// (sandbox/harness.Reader).
+	// (sandbox/harness/recorded.Reader).
 	Content json.RawMessage `json:"content,omitempty"`
 	// OtherParts are uncounted parts (step-start, step-finish, user parts,
 	// …) completed since the previous counted part, verbatim (traj).

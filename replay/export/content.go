@@ -11,7 +11,7 @@ import (
 
 // partView is what the exports read of a part: its harness-neutral
 // content, read from the part's recorded object by the harness's own
-// reader (sandbox/harness.Reader for the trace's "agent"), over the
+// reader (sandbox/harness/recorded.Reader for the trace's "agent"), over the
 // trace's own fields. The exports never decode a harness's objects.
 type partView struct {
 	Type       string

@@ -21,7 +21,7 @@
 // command then exits 1.
 //
 // A part's text, tool name, call id, input, output, status, error and
-// sub-agent session come from the harness's reader (sandbox/harness.Reader
+// sub-agent session come from the harness's reader (sandbox/harness/recorded.Reader
 // for the trace's "agent", name@version), the adapter that recorded the
 // part; this package decodes no harness object, so every harness exports
 // alike. Schema 2: harness is the name without the version (harness_version

@@ -35,7 +35,7 @@
 //
 // A part's title, text, tool input and output, sub-agent session, the
 // session tree and the model calls are read from the trace's harness
-// objects by that harness's reader (sandbox/harness.Reader for the trace's
+// objects by that harness's reader (sandbox/harness/recorded.Reader for the trace's
 // "agent"), never decoded here: OpenCode, Claude Code and Codex
 // trajectories show alike (TestHarnessConformance in cmd/traj checks the
 // API against each harness's neutral records).

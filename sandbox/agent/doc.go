@@ -95,10 +95,14 @@
 // export) get a part's neutral content — Kind, Text, Tool (name, call id,
 // input, output, status, error, child session), Files, Title, times — and
 // a message's model call (Message.Call) and a session's parent and title
-// from the adapter's Reader (reader.go), chosen by the trace's "agent"
-// (sandbox/harness.Reader): the adapter that wrote an object is the one
-// that reads it, with the same code it translated it with live, and no
-// reader above sandbox/ parses a harness's objects.
+// from the adapter's Reader (its wire package's reader.go), chosen by the
+// trace's "agent" (sandbox/harness/recorded.Reader): the adapter that
+// wrote an object is the one that reads it, with the same code it
+// translated it with live, and no reader above sandbox/ parses a
+// harness's objects. A CLI adapter's reader replays a part's recorded
+// lines through its translator (ReplayPart, Lines). An adapter's objects,
+// translation and Reader live in a package that starts nothing
+// (sandbox/<harness>/wire), so a reader links no harness runtime.
 //
 // # Writing an adapter
 //

@@ -1,7 +1,8 @@
 // Package claudecode is the adapter of Claude Code (2.1.330,
 // @anthropic-ai/claude-code, pinned in npm/) behind the agent port. It
-// owns all of Claude Code's JSON; nothing above it parses a Claude Code
-// object.
+// and its package wire (the translator and the Reader, which start
+// nothing) own all of Claude Code's JSON; nothing above them parses a
+// Claude Code object.
 //
 // # How it runs (measured here)
 //

@@ -1,6 +1,7 @@
 // Package codex is the adapter of the Codex CLI (0.169.0, @openai/codex,
-// pinned in npm/) behind the agent port. It owns all of Codex's JSON;
-// nothing above it parses a Codex object.
+// pinned in npm/) behind the agent port. It and its package wire (the
+// translator and the Reader, which start nothing) own all of Codex's
+// JSON; nothing above them parses a Codex object.
 //
 // # How it runs (measured here)
 //

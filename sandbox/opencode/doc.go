@@ -154,13 +154,14 @@
 // server), checks the tests MCP server connected (ErrTestsMCP),
 // subscribes to the events and creates the root session; Adapter is the
 // agent.Agent the orchestrator drives. Translate maps events, and the
-// Normalize methods map sessions, message infos and parts, to the port's
-// types: part kinds are OpenCode's part types, a "step-finish" part
+// Normalize methods (package wire, with the object types, which this
+// package aliases, and the Reader) map sessions, message infos and parts,
+// to the port's types: part kinds are OpenCode's part types, a "step-finish" part
 // carries the model call's Usage, an assistant message is Final when it
 // completed without waiting for tool results, and the error OpenCode
 // reports for our own abort (MessageAbortedError) is dropped. Every
 // normalized object keeps the server's JSON in Raw. Nothing above this
-// package parses OpenCode's JSON.
+// package and wire parses OpenCode's JSON.
 //
 // Counting rule for the orchestrator: follow the root session and every
 // session whose parentID chain reaches it; count an assistant message's

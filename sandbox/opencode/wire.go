@@ -4,7 +4,7 @@ import "github.com/trajlab/traj/sandbox/opencode/wire"
 
 // OpenCode's objects and what they mean to the agent port are package
 // wire's, which readers of a trace import without the server (its Reader
-// is the one harness.Reader gives); the adapter uses the same types.
+// is the one recorded.Reader gives); the adapter uses the same types.
 type (
 	Session     = wire.Session
 	SessionTime = wire.SessionTime

@@ -42,12 +42,15 @@
 // left out), which it attributes to the parts it produced
 // (orchestrator/engine ModelCalls); the record's sums are every total of
 // the trajectory. A resumed trajectory's gateway goes on from the record's
-// last seq, its budgets counting the calls before (Options.Prior). Call Record.Totals (or ReadRecord) to add a record up. ScanRecord is the
-// one reader of a record (playback, rerun's comparison, the export's
+// last seq, its budgets counting the calls before (Options.Prior). Call Record.Totals (or ReadRecord) to add a record up. ScanRecord
+// (package calls, which the readers import without the gateway; model
+// aliases it) is the one reader of a record (playback, rerun's comparison, the export's
 // model_calls table, the viewer): a line longer than MaxLineBytes (32 MiB)
 // is streamed with every string cut to MaxCutString and its call marked
 // ResponseTruncated and Cut, so no reader holds it (TestRerunHugeRecordLine:
-// a 300 MB line, rerun under 300 MB).
+// a 300 MB line, rerun under 300 MB). Options.Parts is the recorder's part
+// counter (an atomic the recording loop stores each part into), read for
+// each call's parts_before.
 //
 // # Budgets and failures
 //
