@@ -19,7 +19,9 @@
 //	agent_model      PROVIDER/MODEL.
 //	started_at       RFC 3339 (traj writes UTC with microseconds).
 //	task             traj: the task name.
-//	environment      traj: {name, version, test_paths}: what scored the run.
+//	environment      traj: {name, version, test_paths, artifacts,
+//	                 deny_c_compiler}: what scored the run (older traces
+//	                 mark the last two on version).
 //	capture          traj: what the checkpoints record.
 //	rerun_of         traj: {trajectory_id, store, agent, until_part}: the
 //	                 trajectory a `traj replay rerun` re-executed from its

@@ -95,6 +95,14 @@ type EnvironmentInfo struct {
 	Name      string   `json:"name"`
 	Version   string   `json:"version,omitempty"`
 	TestPaths []string `json:"test_paths,omitempty"`
+	// Artifacts are what the task's build produces and its compiles are
+	// only shown (the task's `artifacts`); DenyCCompiler: the task took
+	// every C compiler out of its evaluations (`deny_c_compiler`). Traces
+	// recorded before these fields carry both as marks on Version
+	// ("+artifacts=cc+deny-c-compiler"), read back by
+	// environment/evaluation's Recorded (traj).
+	Artifacts     []string `json:"artifacts,omitempty"`
+	DenyCCompiler bool     `json:"deny_c_compiler,omitempty"`
 }
 
 // Turn is one prompt/response loop. Grouping metadata only: parts, not

@@ -68,6 +68,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trajlab/traj/environment/evaluation"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,6 +146,54 @@ type Evaluator struct {
 	inflight map[string]chan struct{}
 }
 
+// Config is what New builds an Evaluator from: the one way ground truth,
+// run_tests, `traj replay evaluate` and a cluster's tasks assemble one,
+// differing only in these values.
+type Config struct {
+	// Env is the environment (evaluation.Registry.Open).
+	Env environment.Environment
+	// Settings are the task's (a run's task, or what a trace recorded:
+	// evaluation.Recorded).
+	Settings evaluation.Settings
+	// Provider is the sandbox provider ("" picks sandbox.Default).
+	Provider string
+	// Cache keeps results under the artifacts' digest (nil: none).
+	Cache replay.Cache
+	// Secret is the store's evaluation secret (source.EvalSecret).
+	Secret []byte
+	// CaseWorkers bounds the cases run at once in one evaluation (0: the
+	// CPU count).
+	CaseWorkers int
+	// OnCase, when set, is called after each case (progress).
+	OnCase func()
+	// TempDir holds the per-evaluation folders; os.TempDir when empty.
+	TempDir string
+}
+
+// New is the one constructor of an Evaluator: the provider (the best
+// available when none is asked for), checked against the settings (an
+// error matching evaluation.ErrProvider when it cannot deny the C
+// compiler), and the version the results are keyed by
+// (evaluation.Version of the environment's and the settings).
+func New(ctx context.Context, c Config) (*Evaluator, error) {
+	provider := c.Provider
+	if provider == "" {
+		var err error
+		if provider, err = sandbox.Default(ctx); err != nil {
+			return nil, fmt.Errorf("evaluation sandbox: %w", err)
+		}
+	}
+	if err := evaluation.CheckProvider(provider, c.Settings.DenyCCompiler); err != nil {
+		return nil, err
+	}
+	if err := evaluation.CheckArtifacts(c.Settings.Artifacts); err != nil {
+		return nil, fmt.Errorf("evaluation: %w", err)
+	}
+	return &Evaluator{Provider: provider, Env: c.Env, EnvVersion: evaluation.Version(c.Env.Version(), c.Settings),
+		DenyCCompiler: c.Settings.DenyCCompiler, Artifacts: c.Settings.Artifacts, Cache: c.Cache, Secret: c.Secret,
+		CaseWorkers: c.CaseWorkers, OnCase: c.OnCase, TempDir: c.TempDir}, nil
+}
+
 // claim makes this evaluation the one testing artifact: it waits while
 // another evaluation of the same artifacts is in flight. release ends
 // the claim.
@@ -175,38 +224,14 @@ func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(),
 	}
 }
 
-// DenyCCompilerVersion marks an environment version whose evaluations
-// take the C compiler out (sandbox/deny.go): results differ, so the
-// cache key must too, and a trace recording it tells replay evaluate to
-// do the same.
-const DenyCCompilerVersion = "+deny-c-compiler"
-
-// CheckProvider says whether provider can run evaluations with the C
-// compiler denied (deny) — the one rule, for run and replay alike: an
-// isolated provider (bwrap or container; see sandbox/deny.go).
-func CheckProvider(provider string, deny bool) error {
-	if deny && provider != sandbox.ProviderBwrap && provider != sandbox.ProviderContainer {
-		return fmt.Errorf("denying the C compiler (deny_c_compiler) needs bwrap or container evaluation sandboxes, not %q", provider)
-	}
-	return nil
-}
-
-// SandboxMark ends the version an Evaluator keys its results by: the
-// provider whose rooms scored them. Rooms of one provider are the same
-// wherever traj runs (StandardRoom), but a bwrap's and a container's
-// differ in what a compile can see (its uid, pid 1), and measured, one
-// ./cc scored 28 of 68 in one and 39 in the other: a result cached in
-// one is not the one the tree or its artifacts get in the other.
-const SandboxMark = "+sandbox="
-
 // Version implements replay.Evaluator: the environment version (EnvVersion,
-// else Env's) and the provider (SandboxMark), what the cache keys carry.
+// else Env's) and the provider (evaluation.SandboxMark), what the cache keys carry.
 func (e *Evaluator) Version() string {
 	v := e.EnvVersion
 	if v == "" {
 		v = e.Env.Version()
 	}
-	return v + SandboxMark + e.Provider
+	return v + evaluation.SandboxMark + e.Provider
 }
 
 // Evaluate implements replay.Evaluator: dir (an exported tree) is built
@@ -227,15 +252,15 @@ func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []st
 }
 
 func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache replay.Cache) (Payload, error) {
-	if err := CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
+	if err := evaluation.CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
 		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
 	}
-	if err := CheckArtifacts(e.Artifacts); err != nil {
+	if err := evaluation.CheckArtifacts(e.Artifacts); err != nil {
 		return Payload{}, fmt.Errorf("evaluation: %w", err)
 	}
 	room := StandardRoom()
 	if e.Provider == sandbox.ProviderLocal {
-		ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: environment.Host{}, OnCase: e.OnCase,
+		ev := &evaluation.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: environment.Host{}, OnCase: e.OnCase,
 			TempDir: e.TempDir}
 		if len(e.Artifacts) == 0 {
 			return detailed(ev.EvaluateDetailed(ctx, dir, paths))
@@ -273,7 +298,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 		return Payload{}, err
 	}
 	defer closeX()
-	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase, Secret: e.Secret, TempDir: cases}
+	ev := &evaluation.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase, Secret: e.Secret, TempDir: cases}
 	if len(e.Artifacts) == 0 {
 		return detailed(ev.EvaluateDetailed(ctx, tree, paths))
 	}
@@ -303,7 +328,7 @@ func detailed(res replay.Result, runs []environment.Result, err error) (Payload,
 // work is the folder for the second build and the artifacts (the
 // scratch space); unkeyed, when set, says why no result may be kept
 // under the artifacts' key.
-func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.EnvironmentEvaluator, dir, work string, paths []string, cache replay.Cache, room Room, unkeyed string) (Payload, error) {
+func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *evaluation.EnvironmentEvaluator, dir, work string, paths []string, cache replay.Cache, room Room, unkeyed string) (Payload, error) {
 	x := ev.Executor
 	key := &replay.KeyUse{Key: replay.KeyTree}
 	keyed := cache != nil && unkeyed == ""
@@ -341,7 +366,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		key.Why = "the build failed"
 		keyed = false
 	}
-	ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
+	ak := evaluation.ArtifactCacheKey(key.Artifact, version, paths)
 	if keyed {
 		release, err := e.claim(ctx, key.Artifact)
 		if err != nil {
@@ -381,9 +406,8 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		return Payload{}, err
 	}
 	if keyed {
-		entry := replay.CacheEntry{Artifact: key.Artifact, EnvVersion: version, TestPaths: paths, Result: res,
-			DurationMs: time.Since(start).Milliseconds()}
-		if err := cache.Put(ctx, ak, entry); err != nil {
+		in := evaluation.Inputs{Artifact: key.Artifact, EnvVersion: version, TestPaths: paths}
+		if _, err := evaluation.Keep(ctx, cache, in, res, time.Since(start)); err != nil {
 			key.Why = "writing the artifacts' entry: " + err.Error()
 		} else {
 			key.Key = replay.KeyArtifact
