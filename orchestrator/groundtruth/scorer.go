@@ -1,7 +1,8 @@
 // Package groundtruth scores a trajectory while it runs, outside the
 // agent's reach: every checkpoint tree is built and tested in an
 // evaluation sandbox (replay/evalbox) with the same environment, cache key
-// and result format as `traj replay evaluate`, and the results decide
+// and result format as `traj replay evaluate`, by the same per-tree
+// protocol (environment/evaluation's Tree), and the results decide
 // "solved" and feed the continuation prompt (Background). The agent's own
 // run_tests calls take the same road (Scorer.RunTests, behind the tool
 // gateway), on a snapshot of the workspace, so the tests and their

@@ -25,7 +25,10 @@
 //     host, after every process of it is gone.
 //   - each program's run: the produced program alone, read-only.
 //
-// Every evaluation runs in one context, StandardRoom, wherever the tree
+// Every evaluator is built by New (ground truth, run_tests, replay
+// evaluate and a cluster's tasks differ only in its Config: the task's
+// settings, evaluation.Settings, the provider, the cases at once), and
+// every evaluation runs in one context, StandardRoom, wherever the tree
 // is scored (ground truth, run_tests, replay evaluate, a cluster's
 // tasks): nice 10, 2 GiB and 2 CPUs for its actions, 4096 processes, a
 // fixed environment with none of the host's variables, fixed paths
@@ -98,7 +101,7 @@ type Evaluator struct {
 	// never enter a sandbox.
 	Env environment.Environment
 	// EnvVersion is the cache key's version (Env.Version() when empty;
-	// marked by DenyCCompilerVersion when DenyCCompiler).
+	// New marks the task's settings on it: evaluation.Version).
 	EnvVersion string
 	// CaseWorkers bounds the cases run at once in one evaluation (0: the
 	// environment's default, the CPU count).
@@ -124,7 +127,7 @@ type Evaluator struct {
 	// found under their digest (replay.ArtifactCacheKey) once two builds
 	// of the tree gave the same artifacts, and trees that build the same
 	// compiler share one evaluation. The environment version must carry
-	// them (Version).
+	// them (evaluation.Version).
 	Artifacts []string
 	// Cache keeps results under the artifacts' digest; nil keys every
 	// result by its tree alone.
