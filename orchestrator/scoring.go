@@ -218,12 +218,15 @@ func (sc *scoring) close() {
 	}
 }
 
-// environmentInfo is the environment the trace records: its name,
-// version and test paths, and the task's settings as fields
-// (evaluation.Recorded reads them back).
+// environmentInfo is the environment the trace records: its name, test
+// paths and the task's settings as fields (evaluation.Recorded reads them
+// back), and as version the one that keys the task's results (the
+// environment's marked with the settings, which traj before the fields
+// read the settings from).
 func environmentInfo(env environment.Environment, tk *task.Task) *trace.EnvironmentInfo {
-	info := &trace.EnvironmentInfo{Name: tk.Environment, TestPaths: tk.TestPaths, Version: env.Version()}
-	tk.EvalSettings().Record(info)
+	s := tk.EvalSettings()
+	info := &trace.EnvironmentInfo{Name: tk.Environment, TestPaths: tk.TestPaths, Version: evaluation.Version(env.Version(), s)}
+	s.Record(info)
 	return info
 }
 

@@ -20,8 +20,9 @@
 //	started_at       RFC 3339 (traj writes UTC with microseconds).
 //	task             traj: the task name.
 //	environment      traj: {name, version, test_paths, artifacts,
-//	                 deny_c_compiler}: what scored the run (older traces
-//	                 mark the last two on version).
+//	                 deny_c_compiler}: what scored the run; version is
+//	                 the one that keys its results, the last two marked
+//	                 on it (all that older traces have of them).
 //	capture          traj: what the checkpoints record.
 //	rerun_of         traj: {trajectory_id, store, agent, until_part}: the
 //	                 trajectory a `traj replay rerun` re-executed from its

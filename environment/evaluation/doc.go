@@ -12,10 +12,11 @@
 //   - The task's settings (settings.go): artifacts and deny_c_compiler,
 //     recorded as fields of the trace's environment (Settings.Record) and
 //     read back as fields (Recorded); a trace recorded before them
-//     carries them as marks on its environment version
-//     ("+artifacts=cc+deny-c-compiler"), which Recorded parses. The cache
-//     key version is Version(environment's, settings) either way, so old
-//     and new traces key their results alike. CheckArtifacts and
+//     carries them only as marks on its environment version
+//     ("+artifacts=cc+deny-c-compiler"), which Recorded parses. The
+//     version a run records is still the cache key's version,
+//     Version(environment's, settings), so old and new traces key their
+//     results alike and an older traj reads a new trace's settings. CheckArtifacts and
 //     CheckProvider are the settings' rules.
 //   - The results and the cache entries (result.go, entry.go): Result,
 //     CacheEntry, CacheKey, ArtifactCacheKey and the entry digest

@@ -35,7 +35,8 @@ func (s Settings) Record(info *trace.EnvironmentInfo) {
 
 // Recorded reads the settings a trace recorded: its environment's fields,
 // or, for a trace recorded before they existed, the marks Version put on
-// its environment version (ParseVersion).
+// its environment version (ParseVersion). A run records both: the
+// version it records is the one that keys its results.
 func Recorded(info *trace.EnvironmentInfo) Settings {
 	if info == nil {
 		return Settings{}
