@@ -79,7 +79,6 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
-	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/xec"
 )
@@ -88,11 +87,11 @@ import (
 // stores) and the environment's own result of each path (every case's
 // expected and actual output: what run_tests answers the agent).
 type Payload struct {
-	Result replay.Result        `json:"result"`
+	Result evaluation.Result    `json:"result"`
 	Runs   []environment.Result `json:"runs,omitempty"`
 }
 
-// Evaluator is a replay.Evaluator for untrusted trees.
+// Evaluator is an evaluation.Evaluator for untrusted trees.
 type Evaluator struct {
 	// Provider is the sandbox provider: "bwrap", "container", or "local"
 	// (no sandbox: trusted trees only). Required.
@@ -124,14 +123,14 @@ type Evaluator struct {
 	// C-compiler task: "cc"). When set, every compile is shown a folder
 	// holding only these, copied out of the built tree, so a result is a
 	// function of their bytes: with Cache and a sandbox, it is kept and
-	// found under their digest (replay.ArtifactCacheKey) once two builds
+	// found under their digest (evaluation.ArtifactCacheKey) once two builds
 	// of the tree gave the same artifacts, and trees that build the same
 	// compiler share one evaluation. The environment version must carry
 	// them (evaluation.Version).
 	Artifacts []string
 	// Cache keeps results under the artifacts' digest; nil keys every
 	// result by its tree alone.
-	Cache replay.Cache
+	Cache evaluation.Cache
 	// Secret is the store's evaluation secret (source.EvalSecret), from
 	// which the cases' nonces derive: the same secret, the same result
 	// case by case; with the artifacts' digest it also seeds the fresh
@@ -161,7 +160,7 @@ type Config struct {
 	// Provider is the sandbox provider ("" picks sandbox.Default).
 	Provider string
 	// Cache keeps results under the artifacts' digest (nil: none).
-	Cache replay.Cache
+	Cache evaluation.Cache
 	// Secret is the store's evaluation secret (source.EvalSecret).
 	Secret []byte
 	// CaseWorkers bounds the cases run at once in one evaluation (0: the
@@ -227,7 +226,7 @@ func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(),
 	}
 }
 
-// Version implements replay.Evaluator: the environment version (EnvVersion,
+// Version implements evaluation.Evaluator: the environment version (EnvVersion,
 // else Env's) and the provider (evaluation.SandboxMark), what the cache keys carry.
 func (e *Evaluator) Version() string {
 	v := e.EnvVersion
@@ -237,12 +236,12 @@ func (e *Evaluator) Version() string {
 	return v + evaluation.SandboxMark + e.Provider
 }
 
-// Evaluate implements replay.Evaluator: dir (an exported tree) is built
+// Evaluate implements evaluation.Evaluator: dir (an exported tree) is built
 // and tested, each action in its own sandbox; the build runs on a copy
 // of dir in the evaluation's scratch space (local: on dir itself).
 // With Artifacts and Cache, the result says which key keeps it
-// (replay.Result.Key) and may come from the cache once the tree is built.
-func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
+// (evaluation.Result.Key) and may come from the cache once the tree is built.
+func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (evaluation.Result, error) {
 	p, err := e.evaluate(ctx, dir, paths, e.Cache)
 	return p.Result, err
 }
@@ -254,7 +253,7 @@ func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []st
 	return e.evaluate(ctx, dir, paths, nil)
 }
 
-func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache replay.Cache) (Payload, error) {
+func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache evaluation.Cache) (Payload, error) {
 	if err := evaluation.CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
 		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
 	}
@@ -314,7 +313,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 	return e.evaluateArtifacts(ctx, ev, tree, sc.dir, paths, cache, room, why)
 }
 
-func detailed(res replay.Result, runs []environment.Result, err error) (Payload, error) {
+func detailed(res evaluation.Result, runs []environment.Result, err error) (Payload, error) {
 	if err != nil {
 		return Payload{}, err
 	}
@@ -331,9 +330,9 @@ func detailed(res replay.Result, runs []environment.Result, err error) (Payload,
 // work is the folder for the second build and the artifacts (the
 // scratch space); unkeyed, when set, says why no result may be kept
 // under the artifacts' key.
-func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *evaluation.EnvironmentEvaluator, dir, work string, paths []string, cache replay.Cache, room Room, unkeyed string) (Payload, error) {
+func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *evaluation.EnvironmentEvaluator, dir, work string, paths []string, cache evaluation.Cache, room Room, unkeyed string) (Payload, error) {
 	x := ev.Executor
-	key := &replay.KeyUse{Key: replay.KeyTree}
+	key := &evaluation.KeyUse{Key: evaluation.KeyTree}
 	keyed := cache != nil && unkeyed == ""
 	switch {
 	case unkeyed != "":
@@ -379,7 +378,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *evaluation.Enviro
 		c, ok, err := cache.Get(ctx, ak)
 		if err == nil && ok && c.MatchesArtifact(key.Artifact, version, paths) {
 			res := c.Result
-			res.Key = &replay.KeyUse{Key: replay.KeyArtifact, Artifact: key.Artifact, Cached: true}
+			res.Key = &evaluation.KeyUse{Key: evaluation.KeyArtifact, Artifact: key.Artifact, Cached: true}
 			return Payload{Result: res}, nil
 		}
 		// Not seen yet: is the build reproducible?
@@ -413,7 +412,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *evaluation.Enviro
 		if _, err := evaluation.Keep(ctx, cache, in, res, time.Since(start)); err != nil {
 			key.Why = "writing the artifacts' entry: " + err.Error()
 		} else {
-			key.Key = replay.KeyArtifact
+			key.Key = evaluation.KeyArtifact
 		}
 	}
 	res.Key = key
