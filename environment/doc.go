@@ -5,7 +5,9 @@
 //
 // The C-compiler environment lives in environment/ccompiler; the run_tests
 // MCP server that exposes an Environment to the agent lives in
-// environment/mcp.
+// environment/mcp; the registry that a task's or a trace's environment
+// name picks from, and what every evaluation of a tree shares, in
+// environment/evaluation.
 //
 // # The Result JSON (a contract)
 //

@@ -128,7 +128,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		}()
 	}
 
-	env, err := launch.OpenEnvironment(s.Task, opts.TestsDir)
+	env, err := launch.OpenEnvironment(opts.environments(), s.Task, opts.TestsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// Every write to the trace is handed to pub, which uploads its chunk.
 	pub := folder.NewHistoryPublisher(p.ID, p.Dir, repo, enq, rec.LastBundled, log)
 	wopts := trace.WriterOptions{Logger: log}
-	envInfo := &trace.EnvironmentInfo{Name: s.Task.Environment, TestPaths: s.Task.TestPaths, Version: EnvironmentVersion(env, s.Task)}
+	envInfo := environmentInfo(env, s.Task)
 	w, err := openTrace(s, trace.Header{
 		TrajectoryID: p.ID, SessionID: ag.Root.ID, Agent: trace.AgentID{Name: ag.Harness, Version: ag.Version}.String(), AgentModel: opts.Model,
 		StartedAt: s.StartedAt, Task: s.Task.Name, Environment: envInfo, Capture: &s.Task.Capture,

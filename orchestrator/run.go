@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/launch"
@@ -74,6 +75,9 @@ type Options struct {
 	TrajBin string
 	// TestsDir holds the public test suites' fixtures (TRAJ_TESTS_DIR).
 	TestsDir string
+	// Environments is what the task's environment name picks (zero:
+	// evaluation.Environments()).
+	Environments evaluation.Registry
 	// Sandbox is where the agent runs (provider, limits, network,
 	// variables passed); a resume takes what is not set from run.json.
 	Sandbox launch.SandboxOptions
@@ -255,7 +259,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // Preflight checks, before anything is written, what would otherwise fail
 // only after the trajectory folder exists (see launch.Preflight).
 func Preflight(ctx context.Context, opts Options, tk *task.Task) error {
-	return launch.Preflight(ctx, launch.Check{Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Harness: opts.harness,
+	return launch.Preflight(ctx, launch.Check{Environments: opts.environments(), Task: tk, TestsDir: opts.TestsDir, HarnessBin: opts.AgentBin, Harness: opts.harness,
 		Model: opts.Model, Script: opts.Script, BaseURL: opts.BaseURL, Playback: opts.playback(), Fork: opts.forkAt() > 0, Sandbox: opts.Sandbox})
 }
 

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/environment/mcp"
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/groundtruth"
@@ -52,15 +54,16 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 		return nil, fmt.Errorf("open checkpoint history for evaluation: %w", err)
 	}
 	sc.reader = reader
-	provider := opts.Sandbox.Provider
-	if provider == "" {
-		if provider, err = sandbox.Default(ctx); err != nil {
-			return nil, fmt.Errorf("evaluation sandbox: %w", err)
-		}
-	}
-	if err := evalbox.CheckProvider(provider, s.Task.DenyCCompiler); err != nil {
+	// The evaluation sandbox: the run's provider (the best available when
+	// none is asked for), checked against the task's settings.
+	probe, err := evalbox.New(ctx, evalbox.Config{Env: env, Settings: s.Task.EvalSettings(), Provider: opts.Sandbox.Provider})
+	if errors.Is(err, evaluation.ErrProvider) {
 		return nil, fmt.Errorf("task %s: %w (--sandbox bwrap)", s.Task.Name, err)
 	}
+	if err != nil {
+		return nil, err
+	}
+	provider := probe.Provider
 	// One budget for every evaluation of the run: as many evaluation
 	// rooms (evalbox.StandardRoom, the same context replay evaluates in)
 	// as fit in the agent's share of the host (its sandbox's limits and
@@ -74,15 +77,21 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	if err != nil {
 		return nil, err
 	}
-	eval := func(caseWorkers int) *evalbox.Evaluator {
-		return &evalbox.Evaluator{Provider: provider, Env: env,
-			EnvVersion: EnvironmentVersion(env, s.Task), CaseWorkers: caseWorkers,
-			DenyCCompiler: s.Task.DenyCCompiler, Artifacts: s.Task.Artifacts, Cache: cache, Secret: secret}
+	// Ground truth and run_tests differ only in their cases at once.
+	cfg := evalbox.Config{Env: env, Settings: s.Task.EvalSettings(), Provider: provider, Cache: cache, Secret: secret}
+	eval := func(caseWorkers int) (*evalbox.Evaluator, error) {
+		c := cfg
+		c.CaseWorkers = caseWorkers
+		return evalbox.New(ctx, c)
 	}
 	if !s.Task.GroundTruth.Off {
 		// Half the cores: the recorder and the agent come first (every
 		// evaluation, run_tests too, runs at the room's low priority).
-		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: eval(max(1, runtime.NumCPU()/2)), Cache: cache,
+		ev, err := eval(max(1, runtime.NumCPU()/2))
+		if err != nil {
+			return nil, err
+		}
+		sc.gt = &groundtruth.Scorer{Trees: reader, Eval: ev, Cache: cache,
 			Paths: s.Task.TestPaths, Logger: opts.Logger, Now: opts.Now, Budget: budget}
 		if sm := s.Task.GroundTruth.Sample; sm != nil {
 			sampler, ok := env.(environment.Sampler)
@@ -94,7 +103,11 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	}
 	if s.Task.AgentRunTests() {
 		// The agent waits for this one: all the cores.
-		run := &groundtruth.Scorer{Trees: reader, Eval: eval(0), Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
+		ev, err := eval(0)
+		if err != nil {
+			return nil, err
+		}
+		run := &groundtruth.Scorer{Trees: reader, Eval: ev, Cache: cache, Paths: s.Task.TestPaths, Logger: opts.Logger,
 			Budget: budget}
 		sc.tests = groundtruth.NewTestsTool(run, env, repo.Snapshot, mcp.Feedback(s.Task.Feedback))
 		// A resumed run has spent the answers its trace records.
@@ -205,12 +218,24 @@ func (sc *scoring) close() {
 	}
 }
 
-// EnvironmentVersion is the version that scores a task's trees: the
-// environment's, marked with the task's artifacts and when the task hides
-// the C compiler (the results differ, so must the cache key; the trace
-// records it for replay).
-func EnvironmentVersion(env environment.Environment, tk *task.Task) string {
-	return evalbox.Version(env.Version(), tk.Artifacts, tk.DenyCCompiler)
+// environmentInfo is the environment the trace records: its name, test
+// paths and the task's settings as fields (evaluation.Recorded reads them
+// back), and as version the one that keys the task's results (the
+// environment's marked with the settings, which traj before the fields
+// read the settings from).
+func environmentInfo(env environment.Environment, tk *task.Task) *trace.EnvironmentInfo {
+	s := tk.EvalSettings()
+	info := &trace.EnvironmentInfo{Name: tk.Environment, TestPaths: tk.TestPaths, Version: evaluation.Version(env.Version(), s)}
+	s.Record(info)
+	return info
+}
+
+// environments is what a task's environment name picks.
+func (o Options) environments() evaluation.Registry {
+	if len(o.Environments.Names()) == 0 {
+		return evaluation.Environments()
+	}
+	return o.Environments
 }
 
 // gatewayLedger is the loop's view of the tool gateway's calls.

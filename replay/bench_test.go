@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/replaytest"
 )
@@ -30,7 +31,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			ev := &replay.EnvironmentEvaluator{Env: env, CaseWorkers: 1}
+			ev := &evaluation.EnvironmentEvaluator{Env: env, CaseWorkers: 1}
 			for b.Loop() {
 				out, err := replay.Evaluate(context.Background(), tj.Trace, h, ev, replay.EvaluateOptions{TestPaths: []string{"basics/smoke"}, Workers: workers})
 				if err != nil {

@@ -8,123 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trajlab/traj/environment/evaluation"
 	"hash/crc32"
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 )
-
-// Cache holds evaluation results by content: the same tree evaluated by the
-// same environment version on the same test paths gives the same result, so
-// a second evaluate, or another trajectory reaching the same tree, reuses it.
-type Cache interface {
-	// Get returns the entry for key; ok is false when there is none.
-	Get(ctx context.Context, key string) (e CacheEntry, ok bool, err error)
-	// Put stores e under key, replacing any entry.
-	Put(ctx context.Context, key string, e CacheEntry) error
-}
-
-// CacheEntry is what the cache stores: the key's inputs (checked on load so
-// a corrupt or mismatched entry is never used) and the result.
-type CacheEntry struct {
-	// Key is the cache key the entry was written under; an entry read
-	// under another key (copied from elsewhere) is foreign.
-	Key  string `json:"key,omitempty"`
-	Tree string `json:"tree"`
-	// Artifact is the digest of the build's artifacts for an entry
-	// written under ArtifactCacheKey (Tree is then empty).
-	Artifact   string   `json:"artifact,omitempty"`
-	EnvVersion string   `json:"env_version"`
-	TestPaths  []string `json:"test_paths"`
-	Result     Result   `json:"result"`
-	// DurationMs is how long the original evaluation took.
-	DurationMs int64 `json:"duration_ms"`
-	// Digest is the SHA-256 of the entry's other fields (EntryDigest); an
-	// entry whose content was changed after it was written fails it.
-	Digest string `json:"digest,omitempty"`
-}
-
-// ErrBadEntry marks a cache entry that was read but must not be used
-// (damaged, edited, foreign, or written before entries carried a digest):
-// the tree is evaluated again and the entry overwritten.
-var ErrBadEntry = errors.New("evaluation cache entry ignored")
-
-// EntryDigest is the digest an entry carries: SHA-256 over the key
-// version and the entry's JSON with Digest empty.
-func EntryDigest(e CacheEntry) string {
-	e.Digest = ""
-	data, _ := json.Marshal(e) // plain structs: cannot fail
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", cacheKeyVersion)
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// seal sets the fields a written entry carries for the checks on read.
-func seal(key string, e CacheEntry) CacheEntry {
-	e.Key = key
-	e.Digest = EntryDigest(e)
-	return e
-}
-
-// CheckEntry decodes data read under key and checks it: it must parse,
-// carry key, and match its digest. The error wraps ErrBadEntry and says
-// what is wrong.
-func CheckEntry(key string, data []byte) (CacheEntry, error) {
-	var e CacheEntry
-	if err := json.Unmarshal(data, &e); err != nil {
-		return CacheEntry{}, fmt.Errorf("%w: %s does not parse: %v", ErrBadEntry, key, err)
-	}
-	switch {
-	case e.Digest == "":
-		return CacheEntry{}, fmt.Errorf("%w: %s has no digest (written by an older traj, or by hand)", ErrBadEntry, key)
-	case e.Key != key:
-		return CacheEntry{}, fmt.Errorf("%w: %s holds the entry of key %q (foreign)", ErrBadEntry, key, e.Key)
-	case EntryDigest(e) != e.Digest:
-		return CacheEntry{}, fmt.Errorf("%w: %s does not match its digest (changed after it was written)", ErrBadEntry, key)
-	}
-	return e, nil
-}
-
-// cacheKeyVersion changes when the key derivation or entry shape changes.
-const cacheKeyVersion = "traj-evalcache-v1"
-
-// CacheKey derives the content address of an evaluation: sha256 over the
-// tree hash, the environment version digest and the sorted test paths.
-func CacheKey(tree, envVersion string, testPaths []string) string {
-	paths := slices.Clone(testPaths)
-	sort.Strings(paths)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\ntree %s\nenv %s\n", cacheKeyVersion, tree, envVersion)
-	for _, p := range paths {
-		fmt.Fprintf(h, "path %s\n", p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// ArtifactCacheKey is the content address of an evaluation keyed by the
-// digest of the build's artifacts (KeyUse) instead of the tree: an entry
-// written under it has Artifact set and Tree empty.
-func ArtifactCacheKey(artifact, envVersion string, testPaths []string) string {
-	return CacheKey("artifact "+artifact, envVersion, testPaths)
-}
-
-// MatchesArtifact reports whether e was stored for exactly these inputs
-// under ArtifactCacheKey.
-func (e CacheEntry) MatchesArtifact(artifact, envVersion string, testPaths []string) bool {
-	return e.Artifact == artifact && e.Artifact != "" && e.Tree == "" && e.matches("", envVersion, testPaths)
-}
-
-// matches reports whether e was stored for exactly these inputs.
-func (e CacheEntry) matches(tree, envVersion string, testPaths []string) bool {
-	a, b := slices.Clone(e.TestPaths), slices.Clone(testPaths)
-	sort.Strings(a)
-	sort.Strings(b)
-	return e.Tree == tree && e.EnvVersion == envVersion && slices.Equal(a, b)
-}
 
 // Blobs is the part of an artifact store the cache needs.
 type Blobs interface {
@@ -154,7 +45,7 @@ func (c *BlobCache) Get(ctx context.Context, key string) (CacheEntry, bool, erro
 		}
 		return CacheEntry{}, false, fmt.Errorf("read evaluation cache %s: %w", key, err)
 	}
-	e, err := CheckEntry(key, data)
+	e, err := evaluation.CheckEntry(key, data)
 	if err != nil {
 		// Evaluate warns and evaluates the tree again, overwriting it.
 		return CacheEntry{}, false, err
@@ -164,7 +55,7 @@ func (c *BlobCache) Get(ctx context.Context, key string) (CacheEntry, bool, erro
 
 // Put implements Cache.
 func (c *BlobCache) Put(ctx context.Context, key string, e CacheEntry) error {
-	data, err := json.Marshal(seal(key, e))
+	data, err := json.Marshal(evaluation.Seal(key, e))
 	if err != nil {
 		return fmt.Errorf("encode evaluation cache %s: %w", key, err)
 	}
@@ -253,7 +144,7 @@ const setVersion = "traj-evalcache-set-v1"
 // envVersion on testPaths (in that order: the entries' digests cover it).
 func SetName(id, envVersion string, testPaths []string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\ntrajectory %q\nenv %q\n", setVersion, cacheKeyVersion, id, envVersion)
+	fmt.Fprintf(h, "%s\n%s\ntrajectory %q\nenv %q\n", setVersion, evaluation.KeyVersion, id, envVersion)
 	for _, p := range testPaths {
 		fmt.Fprintf(h, "path %q\n", p)
 	}
@@ -294,7 +185,7 @@ func EncodeSet(set *Set) []byte {
 // DecodeSet reads a set object EncodeSet wrote. Anything else — another
 // version, a line out of shape, a sum that does not match (the object was
 // cut or changed after it was written) — is an error wrapping
-// ErrBadEntry.
+// evaluation.ErrBadEntry.
 func DecodeSet(data []byte) (*Set, error) {
 	body, err := checkSet(data)
 	if err != nil {
@@ -302,19 +193,19 @@ func DecodeSet(data []byte) (*Set, error) {
 	}
 	line, rest, _ := bytes.Cut(body, []byte("\n"))
 	if string(line) != setVersion {
-		return nil, fmt.Errorf("%w: set version %.40q", ErrBadEntry, line)
+		return nil, fmt.Errorf("%w: set version %.40q", evaluation.ErrBadEntry, line)
 	}
 	set := &Set{TestPaths: []string{}, Sum: setSum(data)}
 	line, rest, _ = bytes.Cut(rest, []byte("\n"))
 	q, ok := bytes.CutPrefix(line, []byte("env "))
 	if set.EnvVersion, err = strconv.Unquote(string(q)); !ok || err != nil {
-		return nil, fmt.Errorf("%w: set env line %.80q", ErrBadEntry, line)
+		return nil, fmt.Errorf("%w: set env line %.80q", evaluation.ErrBadEntry, line)
 	}
 	for bytes.HasPrefix(rest, []byte("path ")) {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
 		p, err := strconv.Unquote(string(line[len("path "):]))
 		if err != nil {
-			return nil, fmt.Errorf("%w: set path line %.80q", ErrBadEntry, line)
+			return nil, fmt.Errorf("%w: set path line %.80q", evaluation.ErrBadEntry, line)
 		}
 		set.TestPaths = append(set.TestPaths, p)
 	}
@@ -323,11 +214,11 @@ func DecodeSet(data []byte) (*Set, error) {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
 		f := bytes.SplitN(line, []byte(" "), 4)
 		if len(f) != 4 {
-			return nil, fmt.Errorf("%w: set line %.80q", ErrBadEntry, line)
+			return nil, fmt.Errorf("%w: set line %.80q", evaluation.ErrBadEntry, line)
 		}
 		d, err := strconv.ParseInt(string(f[2]), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: set line %.80q", ErrBadEntry, line)
+			return nil, fmt.Errorf("%w: set line %.80q", evaluation.ErrBadEntry, line)
 		}
 		set.Entries[string(f[0])] = SetEntry{Digest: string(f[1]), DurationMs: d, Result: f[3]}
 	}
@@ -339,10 +230,10 @@ func DecodeSet(data []byte) (*Set, error) {
 func checkSet(data []byte) ([]byte, error) {
 	body, last, ok := cutLastLine(data)
 	if !ok {
-		return nil, fmt.Errorf("%w: set has no sum line", ErrBadEntry)
+		return nil, fmt.Errorf("%w: set has no sum line", evaluation.ErrBadEntry)
 	}
 	if string(last) != fmt.Sprintf("sum %08x", crc32.Checksum(body, castagnoli)) {
-		return nil, fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", ErrBadEntry)
+		return nil, fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", evaluation.ErrBadEntry)
 	}
 	return body, nil
 }
@@ -370,13 +261,13 @@ func cutLastLine(data []byte) (body, last []byte, ok bool) {
 // its digest (EntryDigest), as CheckEntry checks an entry read alone.
 func (s *Set) entry(tree string) (CacheEntry, error) {
 	se := s.Entries[tree]
-	key := CacheKey(tree, s.EnvVersion, s.TestPaths)
+	key := evaluation.CacheKey(tree, s.EnvVersion, s.TestPaths)
 	e := CacheEntry{Key: key, Tree: tree, EnvVersion: s.EnvVersion, TestPaths: s.TestPaths, DurationMs: se.DurationMs, Digest: se.Digest}
 	if err := json.Unmarshal(se.Result, &e.Result); err != nil {
-		return CacheEntry{}, fmt.Errorf("%w: set entry of tree %s does not parse: %v", ErrBadEntry, tree, err)
+		return CacheEntry{}, fmt.Errorf("%w: set entry of tree %s does not parse: %v", evaluation.ErrBadEntry, tree, err)
 	}
-	if EntryDigest(e) != e.Digest {
-		return CacheEntry{}, fmt.Errorf("%w: set entry of tree %s does not match its digest", ErrBadEntry, tree)
+	if evaluation.EntryDigest(e) != e.Digest {
+		return CacheEntry{}, fmt.Errorf("%w: set entry of tree %s does not match its digest", evaluation.ErrBadEntry, tree)
 	}
 	return e, nil
 }
@@ -387,9 +278,9 @@ func (s *Set) add(e CacheEntry) (bool, error) {
 	if e.EnvVersion != s.EnvVersion || !slices.Equal(e.TestPaths, s.TestPaths) {
 		return false, nil
 	}
-	key := CacheKey(e.Tree, s.EnvVersion, s.TestPaths)
+	key := evaluation.CacheKey(e.Tree, s.EnvVersion, s.TestPaths)
 	if e.Key != key || e.Digest == "" {
-		e = seal(key, e)
+		e = evaluation.Seal(key, e)
 	}
 	res, err := json.Marshal(e.Result)
 	if err != nil {
@@ -450,7 +341,7 @@ func (c *BlobCache) SetSum(ctx context.Context, name string) (string, error) {
 		return serr
 	})
 	switch {
-	case errors.Is(err, ErrBadEntry):
+	case errors.Is(err, evaluation.ErrBadEntry):
 		return "", fmt.Errorf("evaluation cache set %s: %w", name, err)
 	case err != nil && c.IsNotFound != nil && c.IsNotFound(err):
 		return "", nil
@@ -497,7 +388,7 @@ func streamSetSum(r io.Reader) (string, error) {
 		}
 	}
 	if held != last || string(buf[:last]) != fmt.Sprintf("sum %08x\n", crc.Sum32()) {
-		return "", fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", ErrBadEntry)
+		return "", fmt.Errorf("%w: set does not match its sum (cut or changed after it was written)", evaluation.ErrBadEntry)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

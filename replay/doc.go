@@ -14,12 +14,16 @@
 // 12.2 s). Verify and CheckoutPart take an in-memory trace for callers
 // that have one.
 //
-// The package depends on small interfaces declared here (History for the
-// git history in a bundle, Evaluator for a test environment, Cache for the
-// content-addressed evaluation cache) so that the git, store and environment
-// packages plug in through thin adapters (githistory over trace/gitstate,
-// EnvironmentEvaluator over environment.Environment, BlobCache over a store)
-// and tests can count what happens.
+// The package depends on small interfaces (History for the git history
+// in a bundle, declared here; Evaluator for a test environment and Cache
+// for the content-addressed evaluation cache, the evaluation wing's,
+// environment/evaluation, named here by alias) so that the git, store and
+// environment packages plug in through thin adapters (githistory over
+// trace/gitstate, evaluation.EnvironmentEvaluator over
+// environment.Environment, BlobCache over a store) and tests can count
+// what happens. Each tree the cache lacks takes the wing's one per-tree
+// protocol (evaluation.Tree); `traj replay evaluate` itself, flags aside,
+// is replay/evaluate.
 //
 // # Evaluate
 //
@@ -101,6 +105,6 @@
 //
 // Without --tests, evaluate runs the test paths the trace recorded for its
 // environment (environment.test_paths), else every top-level suite the
-// environment has except the heavy ones (HeavySuites: torture, torture_std) and the
-// "all" alias.
+// environment has except the heavy ones (evaluation.HeavySuites: torture,
+// torture_std) and the "all" alias.
 package replay

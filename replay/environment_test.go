@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/replaytest"
 )
@@ -20,7 +21,7 @@ func TestEvaluateWithCCompilerEnvironment(t *testing.T) {
 	}
 	tj := replaytest.Build(t, "traj-cc", replaytest.AttributionScriptBreaking("for_loop"), 3, true)
 	h := openHistory(t, tj)
-	ev := &countingEvaluator{Evaluator: &replay.EnvironmentEvaluator{Env: env, TreeWorkers: 2}}
+	ev := &countingEvaluator{Evaluator: &evaluation.EnvironmentEvaluator{Env: env, TreeWorkers: 2}}
 	out, err := replay.Evaluate(context.Background(), tj.Trace, h, ev, replay.EvaluateOptions{
 		TestPaths: []string{"basics/control_flow"}, Workers: 2, Cache: &replay.MemCache{},
 	})
@@ -61,7 +62,7 @@ func TestDefaultTestPaths(t *testing.T) {
 		{nil, []string{"all", "basics", "basics/smoke", "c_testsuite", "c_testsuite/part_1", "torture", "torture/part_1", "wacct"}, []string{"basics", "c_testsuite", "wacct"}},
 	}
 	for _, tt := range tests {
-		if got := replay.DefaultTestPaths(tt.recorded, tt.available); !slices.Equal(got, tt.want) {
+		if got := evaluation.DefaultTestPaths(tt.recorded, tt.available); !slices.Equal(got, tt.want) {
 			t.Errorf("DefaultTestPaths(%v, …) = %v, want %v", tt.recorded, got, tt.want)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/trajlab/traj/environment/evaluation"
 	"log/slog"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -18,18 +18,6 @@ import (
 
 	"github.com/trajlab/traj/trace"
 )
-
-// Evaluator runs test paths against one checked-out repository state. The
-// environment package satisfies it through a thin adapter.
-type Evaluator interface {
-	// Version is a digest of everything besides the tree that decides
-	// results (suites, runner, build script); it is part of the cache key.
-	Version() string
-	// Evaluate builds the repository in dir and runs testPaths. Test
-	// failures and build failures are results, not errors; an error means
-	// the evaluation itself could not be done.
-	Evaluate(ctx context.Context, dir string, testPaths []string) (Result, error)
-}
 
 // History is a trajectory's git history, opened from its bundle.
 type History interface {
@@ -202,7 +190,7 @@ func EvaluateParts(ctx context.Context, id string, parts []int, partCommit map[i
 		opts.Progress(Progress{Done: done, Total: len(plan.Trees), Cached: cached})
 	}
 	var evaluated sync.Map // tree → CacheEntry written by this evaluate
-	evaluateTrees(ctx, h, ev, plan.TreeCommit, todo, envVersion, paths, cache, workers, opts.TempDir, logger,
+	evaluateTrees(ctx, h, ev, plan.TreeCommit, todo, paths, cache, workers, opts.TempDir, logger,
 		func(tree string, r *treeResult, written *CacheEntry) {
 			if written != nil {
 				evaluated.Store(tree, *written)
@@ -358,7 +346,7 @@ func loadSet(ctx context.Context, sets SetCache, name, envVersion string, paths 
 func checkLooked(ctx context.Context, cache Cache, set *Set, trees []string, looked []cacheLookup, envVersion string, paths []string, logger *slog.Logger) []string {
 	var todo []string
 	for i, tree := range trees {
-		key := CacheKey(tree, envVersion, paths)
+		key := evaluation.CacheKey(tree, envVersion, paths)
 		l := &looked[i]
 		if l.ok && l.set {
 			if l.entry, l.err = set.entry(tree); l.err != nil {
@@ -372,11 +360,11 @@ func checkLooked(ctx context.Context, cache Cache, set *Set, trees []string, loo
 		}
 		e, ok, err := l.entry, l.ok, l.err
 		switch {
-		case errors.Is(err, ErrBadEntry):
+		case errors.Is(err, evaluation.ErrBadEntry):
 			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree, "why", err)
 		case err != nil:
 			logger.Warn("evaluation cache read", "tree", tree, "err", err)
-		case ok && !e.matches(tree, envVersion, paths):
+		case ok && !e.Matches(tree, envVersion, paths):
 			logger.Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree,
 				"why", fmt.Sprintf("entry %s is for tree %s, environment %s, paths %v", key, e.Tree, e.EnvVersion, e.TestPaths))
 			ok = false
@@ -390,12 +378,13 @@ func checkLooked(ctx context.Context, cache Cache, set *Set, trees []string, loo
 }
 
 // evaluateTrees evaluates todo, workers at a time, each exported from its
-// commit (treeCommit) into a fresh worktree. Each result is written to
-// the cache as soon as it is done, so a killed evaluate loses only the
-// trees in flight; done is called once a tree (written: its cache entry,
-// nil when it failed or the write did), from the workers. It stops
-// feeding trees when ctx ends.
-func evaluateTrees(ctx context.Context, h History, ev Evaluator, treeCommit map[string]string, todo []string, envVersion string, paths []string, cache Cache, workers int, tempDir string, logger *slog.Logger, done func(tree string, r *treeResult, written *CacheEntry)) {
+// commit (treeCommit) into a fresh worktree, by the one per-tree protocol
+// (evaluation.Tree). Each result is written to the cache as soon as it is
+// done, so a killed evaluate loses only the trees in flight; done is
+// called once a tree (written: its cache entry, nil when it failed or the
+// write did), from the workers. It stops feeding trees when ctx ends.
+func evaluateTrees(ctx context.Context, h History, ev Evaluator, treeCommit map[string]string, todo []string, paths []string, cache Cache, workers int, tempDir string, logger *slog.Logger, done func(tree string, r *treeResult, written *CacheEntry)) {
+	one := evaluation.Tree{Eval: ev, Cache: cache, TempDir: tempDir, Logger: logger}
 	jobs := make(chan string)
 	var wg sync.WaitGroup
 	for range min(workers, max(len(todo), 1)) {
@@ -404,21 +393,13 @@ func evaluateTrees(ctx context.Context, h History, ev Evaluator, treeCommit map[
 			defer wg.Done()
 			for tree := range jobs {
 				commit := treeCommit[tree]
-				t0 := time.Now()
-				res, err := evaluateTree(ctx, h, ev, commit, paths, tempDir)
-				d := time.Since(t0)
-				var written *CacheEntry
-				if err == nil {
-					e := CacheEntry{Tree: tree, EnvVersion: envVersion, TestPaths: paths, Result: res.ForTree(), DurationMs: d.Milliseconds()}
-					if perr := cache.Put(ctx, CacheKey(tree, envVersion, paths), e); perr != nil {
-						logger.Warn("evaluation cache write", "tree", tree, "err", perr)
-					} else {
-						written = &e
-					}
-				} else {
+				s, err := one.Evaluate(ctx, commit, tree, paths, func(ctx context.Context, dir string) error {
+					return h.Export(ctx, commit, dir)
+				})
+				if err != nil {
 					logger.Error("evaluate commit", "commit", commit, "err", err)
 				}
-				done(tree, &treeResult{result: res, source: SourceEvaluated, duration: d, err: err}, written)
+				done(tree, &treeResult{result: s.Result, source: SourceEvaluated, duration: s.Duration, err: err}, s.Kept)
 			}
 		}()
 	}
@@ -468,7 +449,7 @@ func lookupCache(ctx context.Context, cache Cache, set *Set, trees []string, env
 			for j := int(next.Add(1) - 1); j < len(missing); j = int(next.Add(1) - 1) {
 				i := missing[j]
 				l := &out[i]
-				l.entry, l.ok, l.err = cache.Get(ctx, CacheKey(trees[i], envVersion, paths))
+				l.entry, l.ok, l.err = cache.Get(ctx, evaluation.CacheKey(trees[i], envVersion, paths))
 				l.digest = l.entry.Digest
 			}
 		}()
@@ -583,22 +564,4 @@ func inputsDigest(id, envName, envVersion string, paths []string, workers int, p
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), true
-}
-
-// evaluateTree exports commit into a fresh temporary worktree, evaluates
-// it and removes the worktree.
-func evaluateTree(ctx context.Context, h History, ev Evaluator, commit string, paths []string, tempDir string) (Result, error) {
-	dir, err := os.MkdirTemp(tempDir, "traj-eval-*")
-	if err != nil {
-		return Result{}, fmt.Errorf("make worktree for %s: %w", commit, err)
-	}
-	defer os.RemoveAll(dir)
-	if err := h.Export(ctx, commit, dir); err != nil {
-		return Result{}, fmt.Errorf("export %s: %w", commit, err)
-	}
-	res, err := ev.Evaluate(ctx, dir, paths)
-	if err != nil {
-		return Result{}, fmt.Errorf("evaluate %s: %w", commit, err)
-	}
-	return res, nil
 }

@@ -88,7 +88,7 @@ func (s *Share) Evaluate(ctx context.Context, trees []string) (ShareStats, error
 	var mu sync.Mutex
 	done := 0
 	var failed []string
-	evaluateTrees(ctx, s.h, s.ev, s.Plan.TreeCommit, todo, s.envVersion, s.paths, s.cache, s.workers(), s.opts.TempDir, s.logger,
+	evaluateTrees(ctx, s.h, s.ev, s.Plan.TreeCommit, todo, s.paths, s.cache, s.workers(), s.opts.TempDir, s.logger,
 		func(tree string, r *treeResult, written *CacheEntry) {
 			mu.Lock()
 			defer mu.Unlock()

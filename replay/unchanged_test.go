@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/replaytest"
@@ -148,7 +149,7 @@ func TestUnchanged(t *testing.T) {
 			t.Errorf("%s: SetSum %.12s, %v; want %.12s", name, sum, err, hex.EncodeToString(want[:]))
 		}
 		mem.m[setKey] = set[:len(set)-1]
-		if _, err := c.SetSum(ctx, setKey[len("sets/"):]); !errors.Is(err, replay.ErrBadEntry) {
+		if _, err := c.SetSum(ctx, setKey[len("sets/"):]); !errors.Is(err, evaluation.ErrBadEntry) {
 			t.Errorf("%s: SetSum of a cut set: %v, want ErrBadEntry", name, err)
 		}
 		mem.m[setKey] = set

@@ -19,7 +19,10 @@
 //	agent_model      PROVIDER/MODEL.
 //	started_at       RFC 3339 (traj writes UTC with microseconds).
 //	task             traj: the task name.
-//	environment      traj: {name, version, test_paths}: what scored the run.
+//	environment      traj: {name, version, test_paths, artifacts,
+//	                 deny_c_compiler}: what scored the run; version is
+//	                 the one that keys its results, the last two marked
+//	                 on it (all that older traces have of them).
 //	capture          traj: what the checkpoints record.
 //	rerun_of         traj: {trajectory_id, store, agent, until_part}: the
 //	                 trajectory a `traj replay rerun` re-executed from its

@@ -95,6 +95,15 @@ type EnvironmentInfo struct {
 	Name      string   `json:"name"`
 	Version   string   `json:"version,omitempty"`
 	TestPaths []string `json:"test_paths,omitempty"`
+	// Artifacts are what the task's build produces and its compiles are
+	// only shown (the task's `artifacts`); DenyCCompiler: the task took
+	// every C compiler out of its evaluations (`deny_c_compiler`). Read
+	// back by environment/evaluation's Recorded. Version carries both as
+	// marks too ("+artifacts=cc+deny-c-compiler": the version that keys
+	// the results), which is all traces recorded before these fields
+	// have (traj).
+	Artifacts     []string `json:"artifacts,omitempty"`
+	DenyCCompiler bool     `json:"deny_c_compiler,omitempty"`
 }
 
 // Turn is one prompt/response loop. Grouping metadata only: parts, not

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
-	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/environment/mcp"
 )
 
@@ -19,6 +19,7 @@ type EnvCmd struct {
 
 // envFlags are shared by `env test` and `mcp`.
 type envFlags struct {
+	Environment    string        `help:"The test environment (default: the first registered)."`
 	Workspace      string        `required:"" type:"existingdir" help:"The agent's workspace (has build.sh producing ./cc)."`
 	TestsDir       string        `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
 	Workers        int           `help:"Cases run at once (0 = number of CPUs)." default:"0"`
@@ -27,8 +28,10 @@ type envFlags struct {
 	RunTimeout     time.Duration `help:"Timeout for one compiled program." default:"5s"`
 }
 
-func (f envFlags) env() (*ccompiler.Env, error) {
-	e, err := ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir})
+// env opens the environment --environment names in envs (its default
+// when none).
+func (f envFlags) env(envs evaluation.Registry) (environment.Environment, error) {
+	e, err := envs.Open(f.Environment, evaluation.Config{TestsDir: f.TestsDir})
 	if err != nil {
 		return nil, &exitError{2, err}
 	}
@@ -55,7 +58,7 @@ type EnvTestCmd struct {
 }
 
 func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
-	env, err := c.env()
+	env, err := c.env(g.Environments)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/evalarray"
 	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/replay/evaluate"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
@@ -37,24 +36,26 @@ type clusterFlags struct {
 	Manifest   string        `type:"path" help:"kube: write the manifest here (default: stdout)."`
 }
 
-// clusterEvaluator is the evaluator of a cluster's submitter and tasks:
-// against the store's evaluation cache (the one the tasks share), with no
-// progress bar (a task's log gets lines instead).
-func (f evalFlags) clusterEvaluator(ctx context.Context, g *Globals, t *source.Trajectory) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
-	st, err := t.CacheStore(ctx)
-	if err != nil {
-		return nil, replay.EvaluateOptions{}, err
+// request is req evaluated on the cluster f names: the cluster's part
+// is this command's (runCluster), the report a local evaluate's.
+func (f clusterFlags) request(g *Globals, req evaluate.Request) evaluate.Request {
+	c := &ReplayEvaluateCmd{
+		replaySource: replaySource{Ref: req.Source.Ref, Store: req.Source.StoreURL, Trace: req.Source.TracePath, Bundle: req.Source.BundlePath},
+		Output:       req.Output, StoreOnly: req.StoreOnly, HTML: req.HTML,
+		evalFlags:    evalFlags{Tests: req.Tests, Workers: req.Workers, TestsDir: req.TestsDir, Sandbox: req.Sandbox},
+		clusterFlags: f,
 	}
-	return f.evaluator(ctx, g, t, replay.NewProgressBar(io.Discard, false), source.Cache(st))
+	req.Executor = f.Executor
+	req.Cluster = func(ctx context.Context, t *source.Trajectory, e evaluate.Evaluation) error {
+		return c.runCluster(ctx, g, t, e)
+	}
+	return req
 }
 
 // runCluster evaluates t's trees the cache lacks on a cluster, then (Slurm)
 // writes the report from the cache as a local evaluate does.
-func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *source.Trajectory) error {
-	ev, opts, err := c.clusterEvaluator(ctx, g, t)
-	if err != nil {
-		return err
-	}
+func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *source.Trajectory, e evaluate.Evaluation) error {
+	ev, opts := e.Evaluator, e.Options
 	parts, commits, err := replay.PartCommitsAt(t.TracePath)
 	if err != nil {
 		return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
@@ -356,10 +357,15 @@ func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer t.Close()
-	ev, opts, err := c.clusterEvaluator(ctx, g, t)
+	req, err := c.evalFlags.request(g, c.replaySource)
 	if err != nil {
 		return err
 	}
+	e, err := evaluate.Shared(ctx, t, req)
+	if err != nil {
+		return usageExit(err)
+	}
+	ev, opts := e.Evaluator, e.Options
 	opts.Progress = func(p replay.Progress) {
 		if p.Commit != "" {
 			fmt.Fprintf(g.Stderr, "task %d: %d/%d trees done (commit %s)\n", idx, p.Done, p.Total, p.Commit)

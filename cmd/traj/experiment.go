@@ -10,6 +10,8 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/experiment"
 	"github.com/trajlab/traj/orchestrator/scheduler"
+	"github.com/trajlab/traj/replay/evaluate"
+	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace/store"
 )
 
@@ -226,13 +228,11 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 // (the experiment's folder may be inside the store, where no output may
 // go); this task does not wait.
 func evaluateFinished(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment.Where, id string) error {
-	c := &ReplayEvaluateCmd{
-		replaySource: replaySource{Ref: id, Store: w.StoreURL},
-		StoreOnly:    true,
-		evalFlags:    evalFlags{Tests: s.Evaluate.Tests, TestsDir: os.Getenv("TRAJ_TESTS_DIR")},
-		clusterFlags: clusterFlags{Executor: "slurm", Detach: true, WorkDir: filepath.Join(w.LocalDir(s.Name), "evaluations", id), Tasks: max(s.Evaluate.Tasks, 1), SlurmOpt: experiment.SbatchResources(s), Poll: 5 * time.Second},
-	}
-	if err := c.Run(ctx, g); err != nil {
+	req := evaluate.Request{Source: source.Request{Ref: id, StoreURL: w.StoreURL}, StoreOnly: true,
+		Tests: s.Evaluate.Tests, TestsDir: os.Getenv("TRAJ_TESTS_DIR"), Environments: g.Environments,
+		Logger: g.Logger, Stderr: g.Stderr}
+	cluster := clusterFlags{Executor: "slurm", Detach: true, WorkDir: filepath.Join(w.LocalDir(s.Name), "evaluations", id), Tasks: max(s.Evaluate.Tasks, 1), SlurmOpt: experiment.SbatchResources(s), Poll: 5 * time.Second}
+	if err := usageExit(evaluate.Run(ctx, cluster.request(g, req))); err != nil {
 		return fmt.Errorf("evaluate %s: %w", id, err)
 	}
 	return nil

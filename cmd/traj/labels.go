@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
-	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/labels"
 )
 
@@ -22,25 +19,4 @@ func (f labelFlags) options() (labels.Options, error) {
 		return o, &exitError{2, fmt.Errorf("--labels: %w", err)}
 	}
 	return o, nil
-}
-
-// relabel computes the labels of the trace at path against ev and puts
-// them in ev; changed says whether they differ from what ev held.
-func relabel(path string, ev *replay.Output, o labels.Options) (changed bool, err error) {
-	ls, err := labels.ComputeFile(path, ev, o)
-	if err != nil {
-		return false, err
-	}
-	data, err := labels.Marshal(ls, o)
-	if err != nil {
-		return false, err
-	}
-	var old bytes.Buffer
-	if len(ev.Labels) > 0 {
-		if err := json.Compact(&old, ev.Labels); err != nil {
-			old.Reset()
-		}
-	}
-	ev.Labels = data
-	return !bytes.Equal(old.Bytes(), data), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/relay"
 	"github.com/trajlab/traj/sandbox/xec"
@@ -30,6 +31,8 @@ type Globals struct {
 	Stdout io.Writer    `kong:"-"`
 	Stderr io.Writer    `kong:"-"`
 	Logger *slog.Logger `kong:"-"`
+	// Environments is the registry every command picks environments from.
+	Environments evaluation.Registry `kong:"-"`
 }
 
 // CLI is the command tree. Each command lives in its own file.
@@ -96,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 
 	var cli CLI
 	cli.Stdout, cli.Stderr = stdout, stderr
+	cli.Environments = evaluation.Environments()
 	parser, err := newParser(ctx, &cli, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "traj:", err)

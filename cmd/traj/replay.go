@@ -2,21 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/trajlab/traj/environment/ccompiler"
 	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/replay/evalbox"
-	"github.com/trajlab/traj/replay/report"
+	"github.com/trajlab/traj/replay/evaluate"
 	"github.com/trajlab/traj/replay/source"
-	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store/location"
@@ -49,15 +41,11 @@ func (s replaySource) open(ctx context.Context, g *Globals, read source.TraceRea
 
 // openWith is open with req's reading options (Read, LazyHistory).
 func (s replaySource) openWith(ctx context.Context, g *Globals, req source.Request) (*source.Trajectory, error) {
-	r, err := refOrAlias(s.Ref, s.TrajectoryID)
+	r, err := s.request()
 	if err != nil {
 		return nil, err
 	}
-	if r != "" && (s.Trace != "" || s.Bundle != "") {
-		return nil, &exitError{2, fmt.Errorf("give REF or --trace and --bundle, not both")}
-	}
-	req.Ref, req.StoreURL = r, location.Choose(s.Store, os.Getenv)
-	req.TracePath, req.BundlePath = s.Trace, s.Bundle
+	req.Ref, req.StoreURL, req.TracePath, req.BundlePath = r.Ref, r.StoreURL, r.TracePath, r.BundlePath
 	t, err := source.Open(ctx, req)
 	if err != nil {
 		return nil, usageExit(err)
@@ -66,6 +54,18 @@ func (s replaySource) openWith(ctx context.Context, g *Globals, req source.Reque
 		g.Logger.Warn(w)
 	}
 	return t, nil
+}
+
+// request is the source request REF or the loose files name.
+func (s replaySource) request() (source.Request, error) {
+	r, err := refOrAlias(s.Ref, s.TrajectoryID)
+	if err != nil {
+		return source.Request{}, err
+	}
+	if r != "" && (s.Trace != "" || s.Bundle != "") {
+		return source.Request{}, &exitError{2, fmt.Errorf("give REF or --trace and --bundle, not both")}
+	}
+	return source.Request{Ref: r, StoreURL: location.Choose(s.Store, os.Getenv), TracePath: s.Trace, BundlePath: s.Bundle}, nil
 }
 
 // usageExit maps replay usage errors to exit code 2.
@@ -147,222 +147,45 @@ type evalFlags struct {
 	Sandbox  string   `help:"Sandbox provider each tree is built and tested in: bwrap, container, or local (no isolation: only for trees you trust). Default: the best available; none available is an error." enum:",bwrap,container,local" default:""`
 }
 
-// evaluator builds the evaluator of t's trees and the options of its
-// evaluate, as the flags say: the test paths, the environment's version
-// (with what the run marked on it), the sandboxes each tree runs in, and
-// cache (nil: none).
-func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajectory, bar *replay.ProgressBar, cache replay.Cache) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
-	var opts replay.EvaluateOptions
-	env, err := ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir})
+// request maps the flags to the evaluate handler's request.
+func (c *ReplayEvaluateCmd) request(g *Globals) (evaluate.Request, error) {
+	req, err := c.evalFlags.request(g, c.replaySource)
 	if err != nil {
-		return nil, opts, &exitError{2, err}
-	}
-	var recorded []string
-	if e := t.Trace.Environment; e != nil {
-		recorded = e.TestPaths
-	}
-	paths := f.Tests
-	if len(paths) == 0 {
-		paths = replay.DefaultTestPaths(recorded, env.TestPaths())
-	}
-	for _, p := range paths {
-		if !slices.Contains(env.TestPaths(), p) {
-			return nil, opts, &exitError{2, fmt.Errorf("test path %q is not available (public suites need --tests-dir or TRAJ_TESTS_DIR); available: %s", p, strings.Join(env.TestPaths(), ", "))}
-		}
-	}
-	opts = replay.EvaluateOptions{
-		TestPaths: paths, Workers: f.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree, Cache: cache,
-	}
-	// What the run marked on its environment version (the task hid the C
-	// compiler, its compiles saw only the build's artifacts), replay does
-	// too.
-	var artifacts []string
-	var deny bool
-	if e := t.Trace.Environment; e != nil {
-		artifacts, deny = evalbox.ParseVersion(e.Version)
-	}
-	version := evalbox.Version(env.Version(), artifacts, deny)
-	provider := f.Sandbox
-	if provider == "" {
-		if provider, err = sandbox.Default(ctx); err != nil {
-			return nil, opts, fmt.Errorf("evaluate in a sandbox: %w (or --sandbox local for trees you trust)", err)
-		}
-	}
-	if err := evalbox.CheckProvider(provider, deny); err != nil {
-		return nil, opts, usageExit(fmt.Errorf("this trajectory's task hid the C compiler from its evaluations: %w", err))
-	}
-	cpus := allottedCPUs(os.Getenv)
-	workers := f.Workers
-	if workers <= 0 {
-		workers = cpus
-		opts.Workers = cpus
-	}
-	// The trees are untrusted: their build, compiles and programs each run
-	// in a sandbox of their own (local: on the host, for trusted trees);
-	// the evaluator is this process. Their context (priority, limits,
-	// scratch space, paths, environment) is evalbox.StandardRoom, the
-	// one ground truth and run_tests use.
-	// The store's secret, as ground truth had it (--no-cache too).
-	st, err := t.SecretStore(ctx)
-	if err != nil {
-		return nil, opts, err
-	}
-	secret, err := source.EvalSecret(ctx, st)
-	if err != nil {
-		return nil, opts, err
-	}
-	ev := &evalbox.Evaluator{Provider: provider, Env: env, EnvVersion: version, DenyCCompiler: deny,
-		Artifacts: artifacts, Cache: cache, Secret: secret,
-		CaseWorkers: max(1, cpus/workers), OnCase: bar.Case}
-	g.Logger.Info("evaluating", "sandbox", provider)
-	return ev, opts, nil
-}
-
-func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Output == "" && c.Executor != "kube" && !c.StoreOnly {
-		return &exitError{2, errors.New("missing flags: --output=FILE")}
+		return req, err
 	}
 	labelOpts, err := c.labelFlags.options()
 	if err != nil {
-		return err
+		return req, err
 	}
-	// Parts and commits come from the trace's part index; only the HTML
-	// report reads the parts themselves.
-	read := source.TraceHeader
-	if c.HTML != "" {
-		read = source.WholeTrace
+	req.Output, req.StoreOnly, req.HTML, req.NoCache, req.Labels = c.Output, c.StoreOnly, c.HTML, c.NoCache, labelOpts
+	req.Executor = c.Executor
+	req.Cluster = func(ctx context.Context, t *source.Trajectory, e evaluate.Evaluation) error {
+		return c.runCluster(ctx, g, t, e)
 	}
-	// The history is read only if a tree is not in the cache, or a commit
-	// is not among the bundles' leading commits.
-	t, err := c.openWith(ctx, g, source.Request{Read: read, LazyHistory: true})
+	return req, nil
+}
+
+// request is the part of an evaluate's request the local evaluate and a
+// cluster's tasks share: the trajectory, the test paths, the sandboxes.
+func (f evalFlags) request(g *Globals, s replaySource) (evaluate.Request, error) {
+	src, err := s.request()
+	if err != nil {
+		return evaluate.Request{}, err
+	}
+	return evaluate.Request{
+		Source: src,
+		Tests:  f.Tests, Workers: f.Workers, TestsDir: f.TestsDir, Sandbox: f.Sandbox,
+		Environments: g.Environments,
+		Logger:       g.Logger, Stderr: g.Stderr, Terminal: isTerminal(g.Stderr),
+	}, nil
+}
+
+func (c *ReplayEvaluateCmd) Run(ctx context.Context, g *Globals) error {
+	req, err := c.request(g)
 	if err != nil {
 		return err
 	}
-	defer t.Close()
-	// A report this evaluate would write again (the cache serves every
-	// tree, same inputs) is left as it is: at 50,000 parts it is 24 MB.
-	var previousDigest string
-	if c.Output != "" {
-		if previousDigest, err = replay.CheckReportOutput(c.Output, t.Protected); err != nil {
-			return usageExit(err)
-		}
-	}
-	if c.HTML != "" {
-		if err := replay.CheckOutput(c.HTML, t.Protected); err != nil {
-			return usageExit(err)
-		}
-	}
-	if c.StoreOnly && !t.KeepsEvaluation() {
-		return &exitError{2, errors.New("--store-only: this trajectory has no store to keep its evaluation in")}
-	}
-	dest := c.Output
-	if dest == "" {
-		dest = "the store"
-	}
-	if c.Executor != "local" {
-		if c.NoCache {
-			return &exitError{2, fmt.Errorf("--executor %s evaluates into the cache: --no-cache does not apply", c.Executor)}
-		}
-		return c.runCluster(ctx, g, t)
-	}
-	var cache replay.Cache
-	if !c.NoCache {
-		st, err := t.CacheStore(ctx)
-		if err != nil {
-			return err
-		}
-		cache = source.Cache(st)
-	}
-	bar := replay.NewProgressBar(g.Stderr, isTerminal(g.Stderr))
-	ev, opts, err := c.evaluator(ctx, g, t, bar, cache)
-	if err != nil {
-		return err
-	}
-	// The parts' digest is taken before the parts are read: a trace that
-	// grows in between gets a report that says it is older than it is,
-	// never one that says it is newer.
-	var nparts int
-	opts.PartsDigest, nparts, _ = trace.PartIndexDigest(t.TracePath)
-	if c.HTML == "" {
-		opts.Previous = previousDigest
-	}
-	var out *replay.Output
-	var evalErr error
-	if replay.Unchanged(ctx, t.ID, ev, opts) {
-		evalErr = replay.ErrUnchanged
-	} else {
-		parts, commits, err := replay.PartCommitsAt(t.TracePath)
-		if err != nil {
-			return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
-		}
-		nparts = len(parts)
-		out, evalErr = replay.EvaluateParts(ctx, t.ID, parts, commits, t.History, ev, opts)
-	}
-	relabelled := false
-	if errors.Is(evalErr, replay.ErrUnchanged) {
-		// The trees' results are the same; the labels are recomputed from
-		// the trace and the report (thresholds may have changed), and the
-		// report is written again only if they differ.
-		if data, err := os.ReadFile(c.Output); err == nil && replay.ReportDigest(data) == previousDigest {
-			prev := &replay.Output{}
-			if err := json.Unmarshal(data, prev); err != nil {
-				return fmt.Errorf("read %q: %w", c.Output, err)
-			}
-			changed, err := relabel(t.TracePath, prev, labelOpts)
-			if err != nil {
-				return err
-			}
-			if changed {
-				out, evalErr, relabelled = prev, nil, true
-			}
-		}
-	}
-	if errors.Is(evalErr, replay.ErrUnchanged) {
-		if t.KeepsEvaluation() {
-			// The copy beside the trajectory is compared with the report
-			// only here: a loose trace has none, and the report is not read.
-			if data, err := os.ReadFile(c.Output); err == nil && replay.ReportDigest(data) == previousDigest {
-				if err := t.SaveEvaluationUnlessSame(ctx, data); err != nil {
-					g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
-				}
-			}
-		}
-		fmt.Fprintf(g.Stderr, "evaluated %d parts: every tree from the cache, %s unchanged\n", nparts, dest)
-		return nil
-	}
-	if out == nil {
-		return evalErr
-	}
-	if !relabelled {
-		if _, err := relabel(t.TracePath, out, labelOpts); err != nil {
-			return err
-		}
-	}
-	data, err := replay.MarshalIndent(out)
-	if err != nil {
-		return err
-	}
-	if c.Output != "" {
-		if err := atomicfile.WriteBytes(c.Output, data); err != nil {
-			return err
-		}
-	}
-	if err := t.SaveEvaluation(ctx, data); err != nil {
-		if c.Output == "" {
-			return err
-		}
-		g.Logger.Warn("keep evaluation beside the trajectory", "err", err)
-	}
-	if c.HTML != "" {
-		if err := writeReportFile(c.HTML, report.Report{
-			Title: "Trajectory " + t.ID, Trajectories: []report.Trajectory{report.Summarize(t.Trace, out)},
-		}, report.WriteHTML); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(g.Stderr, "evaluated %d parts: %d commits, %d distinct trees, %d from cache, %d ms → %s\n",
-		out.Stats.Parts, out.Stats.UniqueCommits, out.Stats.UniqueTrees, out.Stats.CacheHits, out.Stats.DurationMs, dest)
-	return evalErr
+	return usageExit(evaluate.Run(ctx, req))
 }
 
 // ReplayVerifyCmd checks a trajectory's integrity. Exit status: 0 when it
@@ -408,14 +231,4 @@ func nonNil(p []replay.Problem) []replay.Problem {
 		return []replay.Problem{}
 	}
 	return p
-}
-
-// allottedCPUs is the CPUs this evaluate may use: a Slurm job's
-// SLURM_CPUS_PER_TASK (a cluster whose task plugin does not confine the
-// job shows every CPU of the node), else the CPUs the process may run on.
-func allottedCPUs(getenv func(string) string) int {
-	if n, err := strconv.Atoi(getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
-		return n
-	}
-	return runtime.NumCPU()
 }

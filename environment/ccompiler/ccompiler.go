@@ -29,6 +29,10 @@ import (
 // cached evaluations are not reused across different meanings.
 const RunnerVersion = "ccompiler-runner/4"
 
+// Name is the environment's name in a task (`environment`), a trace
+// (`environment.name`) and the registry (environment/evaluation).
+const Name = "c-compiler"
+
 // Defaults for RunOptions' zero values.
 const (
 	DefaultBuildTimeout   = 300 * time.Second

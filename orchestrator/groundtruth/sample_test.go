@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace"
@@ -110,7 +111,7 @@ func TestSampledBackground(t *testing.T) {
 	}
 	// Full results are cached under the key replay evaluate uses.
 	tree, _ := repo.CommitTree(c3)
-	if e, ok, _ := cache.Get(ctx, replay.CacheKey(tree, ev.Version(), []string{"basics"})); !ok || e.Result.Suites["basics"].Total != 4 {
+	if e, ok, _ := cache.Get(ctx, evaluation.CacheKey(tree, ev.Version(), []string{"basics"})); !ok || e.Result.Suites["basics"].Total != 4 {
 		t.Errorf("full result of part 3 not under the full key: %+v %v", e, ok)
 	}
 	taken := bg.Take()

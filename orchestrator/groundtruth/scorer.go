@@ -1,7 +1,8 @@
 // Package groundtruth scores a trajectory while it runs, outside the
 // agent's reach: every checkpoint tree is built and tested in an
 // evaluation sandbox (replay/evalbox) with the same environment, cache key
-// and result format as `traj replay evaluate`, and the results decide
+// and result format as `traj replay evaluate`, by the same per-tree
+// protocol (environment/evaluation's Tree), and the results decide
 // "solved" and feed the continuation prompt (Background). The agent's own
 // run_tests calls take the same road (Scorer.RunTests, behind the tool
 // gateway), on a snapshot of the workspace, so the tests and their
@@ -23,8 +24,8 @@ package groundtruth
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/trajlab/traj/environment/evaluation"
 	"log/slog"
 	"os"
 	"time"
@@ -183,43 +184,24 @@ func (s *Scorer) Detail(ctx context.Context, g trace.GroundTruth) (replay.Result
 	return e.Result, true
 }
 
+// scoreTree scores tree on paths by the one per-tree protocol
+// (evaluation.Tree): the cache, else exported from the checkpoint
+// history and evaluated once the budget gives a slot.
 func (s *Scorer) scoreTree(ctx context.Context, tree string, paths []string) (replay.Result, string, bool, error) {
-	version := s.Eval.Version()
-	key := replay.CacheKey(tree, version, paths)
-	if s.Cache != nil {
-		e, ok, err := s.Cache.Get(ctx, key)
-		switch {
-		case errors.Is(err, replay.ErrBadEntry):
-			s.log().Warn("evaluation cache entry ignored; evaluating the tree again", "tree", tree, "err", err)
-		case err != nil:
-			s.log().Warn("read evaluation cache", "tree", tree, "err", err)
-		case ok:
-			return e.Result, key, true, nil
-		}
-	}
-	_, release, err := s.slot(ctx)
-	if err != nil {
-		return replay.Result{}, key, false, err
-	}
-	defer release()
-	start := time.Now()
-	var res replay.Result
-	err = s.withTree(ctx, tree, func(dir string) error {
-		var err error
-		res, err = s.Eval.Evaluate(ctx, dir, paths)
-		return err
+	one := evaluation.Tree{Eval: s.Eval, Cache: s.Cache, TempDir: s.TempDir, Logger: s.log()}
+	r, err := one.Score(ctx, tree, tree, paths, s.export(tree), func(ctx context.Context) (func(), error) {
+		_, release, err := s.slot(ctx)
+		return release, err
 	})
 	if err != nil {
-		return replay.Result{}, key, false, err
+		return replay.Result{}, r.Key, false, err
 	}
-	if s.Cache != nil {
-		e := replay.CacheEntry{Tree: tree, EnvVersion: version, TestPaths: paths, Result: res.ForTree(),
-			DurationMs: time.Since(start).Milliseconds()}
-		if err := s.Cache.Put(ctx, key, e); err != nil {
-			s.log().Warn("write evaluation cache", "tree", tree, "err", err)
-		}
-	}
-	return res, key, false, nil
+	return r.Result, r.Key, r.Cached, nil
+}
+
+// export writes tree from the checkpoint history.
+func (s *Scorer) export(tree string) evaluation.Export {
+	return func(ctx context.Context, dir string) error { return s.Trees.ExportTree(ctx, tree, dir) }
 }
 
 // withTree exports tree into a fresh folder, calls fn with it, and
@@ -231,7 +213,7 @@ func (s *Scorer) withTree(ctx context.Context, tree string, fn func(dir string) 
 	}
 	defer os.RemoveAll(tmp)
 	dir := tmp + "/tree"
-	if err := s.Trees.ExportTree(ctx, tree, dir); err != nil {
+	if err := s.export(tree)(ctx, dir); err != nil {
 		return err
 	}
 	return fn(dir)

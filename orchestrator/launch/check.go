@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/playback"
@@ -19,8 +20,10 @@ import (
 // test environment and its fixtures, the harness binary, the model
 // script, the model endpoint, the sandbox.
 type Check struct {
-	Task     *task.Task
-	TestsDir string
+	// Environments is what the task's environment name picks.
+	Environments evaluation.Registry
+	Task         *task.Task
+	TestsDir     string
 	// Harness is the run's harness (resolved by the caller); HarnessBin
 	// its executable ("": found as `make setup` installs it).
 	Harness    harness.Harness
@@ -39,7 +42,7 @@ type Check struct {
 // Preflight checks c, so that a bad flag or an unreachable model fails
 // within seconds and leaves no half-made trajectory behind.
 func Preflight(ctx context.Context, c Check) error {
-	if _, err := OpenEnvironment(c.Task, c.TestsDir); err != nil {
+	if _, err := OpenEnvironment(c.Environments, c.Task, c.TestsDir); err != nil {
 		return err
 	}
 	if c.Harness.Locate == nil {

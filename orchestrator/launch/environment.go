@@ -6,23 +6,20 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/environment"
-	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/orchestrator/task"
 )
 
-// OpenEnvironment returns the test environment a task names and checks
-// that it knows every required test path.
-func OpenEnvironment(tk *task.Task, testsDir string) (environment.Environment, error) {
-	var env environment.Environment
-	switch tk.Environment {
-	case "c-compiler":
-		e, err := ccompiler.New(ccompiler.Config{TestsDir: testsDir})
-		if err != nil {
-			return nil, fmt.Errorf("open environment %s: %w", tk.Environment, err)
-		}
-		env = e
-	default:
-		return nil, fmt.Errorf("task %s: unknown environment %q (known: c-compiler)", tk.Name, tk.Environment)
+// OpenEnvironment returns the test environment a task names, from envs
+// (evaluation.Environments), and checks that it knows every required
+// test path.
+func OpenEnvironment(envs evaluation.Registry, tk *task.Task, testsDir string) (environment.Environment, error) {
+	if _, err := envs.Lookup(tk.Environment); err != nil {
+		return nil, fmt.Errorf("task %s: %w", tk.Name, err)
+	}
+	env, err := envs.Open(tk.Environment, evaluation.Config{TestsDir: testsDir})
+	if err != nil {
+		return nil, err
 	}
 	known := env.TestPaths()
 	var missing []string

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/sandbox/gateway/tool"
@@ -120,10 +121,15 @@ func (g *gen) run(ctx context.Context, gitDir string) (err error) {
 		return err
 	}
 	defer g.tools.Close()
+	// The environment the trajectory claims: the registry's default.
+	env, err := evaluation.Environments().Lookup("")
+	if err != nil {
+		return err
+	}
 	h := trace.Header{
 		TrajectoryID: g.o.ID, SessionID: rootSession, Agent: "opencode@1.18.33", AgentModel: "synthetic/model",
 		StartedAt: trace.Timestamp(clock(0)), Task: "c-compiler",
-		Environment: &trace.EnvironmentInfo{Name: "c-compiler", Version: "synthetic", TestPaths: []string{"basics", "wacct"}},
+		Environment: &trace.EnvironmentInfo{Name: env.Name, Version: "synthetic", TestPaths: []string{"basics", "wacct"}},
 	}
 	if g.w, err = trace.Create(filepath.Join(g.dir, store.TraceName), h, trace.WriterOptions{}); err != nil {
 		return err

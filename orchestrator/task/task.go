@@ -121,7 +121,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/trajlab/traj/replay/evalbox"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -308,6 +308,12 @@ func load(fsys fs.FS, source string) (*Task, error) {
 	return &t, nil
 }
 
+// EvalSettings are the task's settings of how its trees are evaluated,
+// as the trace records them (trace.EnvironmentInfo).
+func (t *Task) EvalSettings() evaluation.Settings {
+	return evaluation.Settings{Artifacts: t.Artifacts, DenyCCompiler: t.DenyCCompiler}
+}
+
 func (t *Task) validate() error {
 	if !validName(t.Name) {
 		return fmt.Errorf("task.json: name %q: want lower-case letters, digits, '.', '_' or '-'", t.Name)
@@ -328,7 +334,7 @@ func (t *Task) validate() error {
 		}
 		seen[p] = true
 	}
-	if err := evalbox.CheckArtifacts(t.Artifacts); err != nil {
+	if err := evaluation.CheckArtifacts(t.Artifacts); err != nil {
 		return fmt.Errorf("task.json: artifacts: %w", err)
 	}
 	if t.Capture.MaxFileBytes < 0 {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -18,71 +17,6 @@ import (
 // artifactsVersion starts every artifacts digest: it changes when what
 // the digest covers changes.
 const artifactsVersion = "traj-artifacts-v1"
-
-// artifactName is what a declared artifact may be called: a path
-// relative to the tree, "/"-separated, a trailing "/" for a folder. The
-// character set keeps the list printable inside an environment version
-// (ArtifactsVersion).
-var artifactName = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*/?$`)
-
-// CheckArtifacts says whether names is a valid artifact list: relative
-// paths inside the tree, no "." or ".." component, no duplicates.
-func CheckArtifacts(names []string) error {
-	seen := map[string]bool{}
-	for _, n := range names {
-		if !artifactName.MatchString(n) {
-			return fmt.Errorf("artifact %q: want a path relative to the tree (letters, digits, _ . -, / between parts; a trailing / for a folder)", n)
-		}
-		clean := strings.TrimSuffix(n, "/")
-		for _, c := range strings.Split(clean, "/") {
-			if c == "." || c == ".." {
-				return fmt.Errorf("artifact %q: no . or .. parts", n)
-			}
-		}
-		if seen[clean] {
-			return fmt.Errorf("artifact %q is listed twice", n)
-		}
-		seen[clean] = true
-	}
-	return nil
-}
-
-// ArtifactsMark is the environment version's mark for evaluations whose
-// compiles are shown only the build's artifacts: their results can
-// differ from a whole-tree evaluation's, so the cache key must too, and a
-// trace recording it tells replay evaluate to do the same.
-const ArtifactsMark = "+artifacts="
-
-// Version is the environment version that scores a task's trees: the
-// environment's own, marked with the task's artifacts (ArtifactsMark)
-// and with DenyCCompilerVersion last (traces recorded before artifacts
-// end with it).
-func Version(env string, artifacts []string, deny bool) string {
-	v := env
-	if len(artifacts) > 0 {
-		v += ArtifactsMark + strings.Join(artifacts, ",")
-	}
-	if deny {
-		v += DenyCCompilerVersion
-	}
-	return v
-}
-
-// ParseVersion reads back what Version marked on an environment version
-// a trace recorded (or an Evaluator's, SandboxMark and all).
-func ParseVersion(v string) (artifacts []string, deny bool) {
-	if i := strings.LastIndex(v, SandboxMark); i >= 0 {
-		v = v[:i]
-	}
-	v, deny = strings.CutSuffix(v, DenyCCompilerVersion)
-	if i := strings.LastIndex(v, ArtifactsMark); i >= 0 {
-		artifacts = strings.Split(v[i+len(ArtifactsMark):], ",")
-		if CheckArtifacts(artifacts) != nil {
-			artifacts = nil
-		}
-	}
-	return artifacts, deny
-}
 
 // collectArtifacts copies the declared artifacts of the built tree into
 // dst and returns their digest: SHA-256 over each entry's kind, name,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/sandbox"
@@ -29,7 +30,7 @@ func artifactEvaluator(t *testing.T, cache replay.Cache) *evalbox.Evaluator {
 	ev := evaluator(t, sandbox.ProviderBwrap, "")
 	ev.Artifacts = []string{"cc"}
 	ev.Cache = cache
-	ev.EnvVersion = evalbox.Version(ev.Env.Version(), ev.Artifacts, false)
+	ev.EnvVersion = evaluation.Version(ev.Env.Version(), evaluation.Settings{Artifacts: ev.Artifacts})
 	return ev
 }
 
@@ -86,7 +87,7 @@ func TestArtifactKeyNotReproducible(t *testing.T) {
 	if p, _, total := res.Totals(); p != total || total == 0 {
 		t.Fatalf("the stamped gcc wrapper passed %d of %d", p, total)
 	}
-	ak := replay.ArtifactCacheKey(res.Key.Artifact, ev.Version(), []string{"basics/smoke"})
+	ak := evaluation.ArtifactCacheKey(res.Key.Artifact, ev.Version(), []string{"basics/smoke"})
 	if _, ok, _ := cache.Get(context.Background(), ak); ok {
 		t.Fatal("a result of a build that is not reproducible was kept under its artifacts")
 	}
@@ -197,17 +198,18 @@ func TestVersionMarks(t *testing.T) {
 		artifacts []string
 		deny      bool
 	}{{nil, false}, {nil, true}, {[]string{"cc"}, false}, {[]string{"cc", "rt/"}, true}} {
-		v := evalbox.Version("env1", tc.artifacts, tc.deny)
+		v := evaluation.Version("env1", evaluation.Settings{Artifacts: tc.artifacts, DenyCCompiler: tc.deny})
 		// An Evaluator's version adds its provider; both read back alike.
 		ev := (&evalbox.Evaluator{EnvVersion: v, Provider: sandbox.ProviderBwrap}).Version()
 		for _, v := range []string{v, ev} {
-			a, d := evalbox.ParseVersion(v)
+			got := evaluation.ParseVersion(v)
+			a, d := got.Artifacts, got.DenyCCompiler
 			if strings.Join(a, ",") != strings.Join(tc.artifacts, ",") || d != tc.deny {
 				t.Errorf("%q read back as %v %v", v, a, d)
 			}
 		}
 	}
-	if v := evalbox.Version("env1", nil, true); v != "env1"+evalbox.DenyCCompilerVersion {
+	if v := evaluation.Version("env1", evaluation.Settings{DenyCCompiler: true}); v != "env1"+evaluation.DenyCCompilerVersion {
 		t.Errorf("deny alone: %q, want the mark traces recorded before artifacts", v)
 	}
 }

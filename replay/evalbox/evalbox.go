@@ -25,7 +25,10 @@
 //     host, after every process of it is gone.
 //   - each program's run: the produced program alone, read-only.
 //
-// Every evaluation runs in one context, StandardRoom, wherever the tree
+// Every evaluator is built by New (ground truth, run_tests, replay
+// evaluate and a cluster's tasks differ only in its Config: the task's
+// settings, evaluation.Settings, the provider, the cases at once), and
+// every evaluation runs in one context, StandardRoom, wherever the tree
 // is scored (ground truth, run_tests, replay evaluate, a cluster's
 // tasks): nice 10, 2 GiB and 2 CPUs for its actions, 4096 processes, a
 // fixed environment with none of the host's variables, fixed paths
@@ -68,6 +71,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trajlab/traj/environment/evaluation"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +79,6 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
-	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/xec"
 )
@@ -84,11 +87,11 @@ import (
 // stores) and the environment's own result of each path (every case's
 // expected and actual output: what run_tests answers the agent).
 type Payload struct {
-	Result replay.Result        `json:"result"`
+	Result evaluation.Result    `json:"result"`
 	Runs   []environment.Result `json:"runs,omitempty"`
 }
 
-// Evaluator is a replay.Evaluator for untrusted trees.
+// Evaluator is an evaluation.Evaluator for untrusted trees.
 type Evaluator struct {
 	// Provider is the sandbox provider: "bwrap", "container", or "local"
 	// (no sandbox: trusted trees only). Required.
@@ -97,7 +100,7 @@ type Evaluator struct {
 	// never enter a sandbox.
 	Env environment.Environment
 	// EnvVersion is the cache key's version (Env.Version() when empty;
-	// marked by DenyCCompilerVersion when DenyCCompiler).
+	// New marks the task's settings on it: evaluation.Version).
 	EnvVersion string
 	// CaseWorkers bounds the cases run at once in one evaluation (0: the
 	// environment's default, the CPU count).
@@ -120,14 +123,14 @@ type Evaluator struct {
 	// C-compiler task: "cc"). When set, every compile is shown a folder
 	// holding only these, copied out of the built tree, so a result is a
 	// function of their bytes: with Cache and a sandbox, it is kept and
-	// found under their digest (replay.ArtifactCacheKey) once two builds
+	// found under their digest (evaluation.ArtifactCacheKey) once two builds
 	// of the tree gave the same artifacts, and trees that build the same
 	// compiler share one evaluation. The environment version must carry
-	// them (Version).
+	// them (evaluation.Version).
 	Artifacts []string
 	// Cache keeps results under the artifacts' digest; nil keys every
 	// result by its tree alone.
-	Cache replay.Cache
+	Cache evaluation.Cache
 	// Secret is the store's evaluation secret (source.EvalSecret), from
 	// which the cases' nonces derive: the same secret, the same result
 	// case by case; with the artifacts' digest it also seeds the fresh
@@ -143,6 +146,54 @@ type Evaluator struct {
 	// once) wait for the first and are served from its entry.
 	mu       sync.Mutex
 	inflight map[string]chan struct{}
+}
+
+// Config is what New builds an Evaluator from: the one way ground truth,
+// run_tests, `traj replay evaluate` and a cluster's tasks assemble one,
+// differing only in these values.
+type Config struct {
+	// Env is the environment (evaluation.Registry.Open).
+	Env environment.Environment
+	// Settings are the task's (a run's task, or what a trace recorded:
+	// evaluation.Recorded).
+	Settings evaluation.Settings
+	// Provider is the sandbox provider ("" picks sandbox.Default).
+	Provider string
+	// Cache keeps results under the artifacts' digest (nil: none).
+	Cache evaluation.Cache
+	// Secret is the store's evaluation secret (source.EvalSecret).
+	Secret []byte
+	// CaseWorkers bounds the cases run at once in one evaluation (0: the
+	// CPU count).
+	CaseWorkers int
+	// OnCase, when set, is called after each case (progress).
+	OnCase func()
+	// TempDir holds the per-evaluation folders; os.TempDir when empty.
+	TempDir string
+}
+
+// New is the one constructor of an Evaluator: the provider (the best
+// available when none is asked for), checked against the settings (an
+// error matching evaluation.ErrProvider when it cannot deny the C
+// compiler), and the version the results are keyed by
+// (evaluation.Version of the environment's and the settings).
+func New(ctx context.Context, c Config) (*Evaluator, error) {
+	provider := c.Provider
+	if provider == "" {
+		var err error
+		if provider, err = sandbox.Default(ctx); err != nil {
+			return nil, fmt.Errorf("evaluation sandbox: %w", err)
+		}
+	}
+	if err := evaluation.CheckProvider(provider, c.Settings.DenyCCompiler); err != nil {
+		return nil, err
+	}
+	if err := evaluation.CheckArtifacts(c.Settings.Artifacts); err != nil {
+		return nil, fmt.Errorf("evaluation: %w", err)
+	}
+	return &Evaluator{Provider: provider, Env: c.Env, EnvVersion: evaluation.Version(c.Env.Version(), c.Settings),
+		DenyCCompiler: c.Settings.DenyCCompiler, Artifacts: c.Settings.Artifacts, Cache: c.Cache, Secret: c.Secret,
+		CaseWorkers: c.CaseWorkers, OnCase: c.OnCase, TempDir: c.TempDir}, nil
 }
 
 // claim makes this evaluation the one testing artifact: it waits while
@@ -175,46 +226,22 @@ func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(),
 	}
 }
 
-// DenyCCompilerVersion marks an environment version whose evaluations
-// take the C compiler out (sandbox/deny.go): results differ, so the
-// cache key must too, and a trace recording it tells replay evaluate to
-// do the same.
-const DenyCCompilerVersion = "+deny-c-compiler"
-
-// CheckProvider says whether provider can run evaluations with the C
-// compiler denied (deny) — the one rule, for run and replay alike: an
-// isolated provider (bwrap or container; see sandbox/deny.go).
-func CheckProvider(provider string, deny bool) error {
-	if deny && provider != sandbox.ProviderBwrap && provider != sandbox.ProviderContainer {
-		return fmt.Errorf("denying the C compiler (deny_c_compiler) needs bwrap or container evaluation sandboxes, not %q", provider)
-	}
-	return nil
-}
-
-// SandboxMark ends the version an Evaluator keys its results by: the
-// provider whose rooms scored them. Rooms of one provider are the same
-// wherever traj runs (StandardRoom), but a bwrap's and a container's
-// differ in what a compile can see (its uid, pid 1), and measured, one
-// ./cc scored 28 of 68 in one and 39 in the other: a result cached in
-// one is not the one the tree or its artifacts get in the other.
-const SandboxMark = "+sandbox="
-
-// Version implements replay.Evaluator: the environment version (EnvVersion,
-// else Env's) and the provider (SandboxMark), what the cache keys carry.
+// Version implements evaluation.Evaluator: the environment version (EnvVersion,
+// else Env's) and the provider (evaluation.SandboxMark), what the cache keys carry.
 func (e *Evaluator) Version() string {
 	v := e.EnvVersion
 	if v == "" {
 		v = e.Env.Version()
 	}
-	return v + SandboxMark + e.Provider
+	return v + evaluation.SandboxMark + e.Provider
 }
 
-// Evaluate implements replay.Evaluator: dir (an exported tree) is built
+// Evaluate implements evaluation.Evaluator: dir (an exported tree) is built
 // and tested, each action in its own sandbox; the build runs on a copy
 // of dir in the evaluation's scratch space (local: on dir itself).
 // With Artifacts and Cache, the result says which key keeps it
-// (replay.Result.Key) and may come from the cache once the tree is built.
-func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (replay.Result, error) {
+// (evaluation.Result.Key) and may come from the cache once the tree is built.
+func (e *Evaluator) Evaluate(ctx context.Context, dir string, paths []string) (evaluation.Result, error) {
 	p, err := e.evaluate(ctx, dir, paths, e.Cache)
 	return p.Result, err
 }
@@ -226,16 +253,16 @@ func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []st
 	return e.evaluate(ctx, dir, paths, nil)
 }
 
-func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache replay.Cache) (Payload, error) {
-	if err := CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
+func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache evaluation.Cache) (Payload, error) {
+	if err := evaluation.CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
 		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
 	}
-	if err := CheckArtifacts(e.Artifacts); err != nil {
+	if err := evaluation.CheckArtifacts(e.Artifacts); err != nil {
 		return Payload{}, fmt.Errorf("evaluation: %w", err)
 	}
 	room := StandardRoom()
 	if e.Provider == sandbox.ProviderLocal {
-		ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: environment.Host{}, OnCase: e.OnCase,
+		ev := &evaluation.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: environment.Host{}, OnCase: e.OnCase,
 			TempDir: e.TempDir}
 		if len(e.Artifacts) == 0 {
 			return detailed(ev.EvaluateDetailed(ctx, dir, paths))
@@ -273,7 +300,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 		return Payload{}, err
 	}
 	defer closeX()
-	ev := &replay.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase, Secret: e.Secret, TempDir: cases}
+	ev := &evaluation.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: x, OnCase: e.OnCase, Secret: e.Secret, TempDir: cases}
 	if len(e.Artifacts) == 0 {
 		return detailed(ev.EvaluateDetailed(ctx, tree, paths))
 	}
@@ -286,7 +313,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 	return e.evaluateArtifacts(ctx, ev, tree, sc.dir, paths, cache, room, why)
 }
 
-func detailed(res replay.Result, runs []environment.Result, err error) (Payload, error) {
+func detailed(res evaluation.Result, runs []environment.Result, err error) (Payload, error) {
 	if err != nil {
 		return Payload{}, err
 	}
@@ -303,9 +330,9 @@ func detailed(res replay.Result, runs []environment.Result, err error) (Payload,
 // work is the folder for the second build and the artifacts (the
 // scratch space); unkeyed, when set, says why no result may be kept
 // under the artifacts' key.
-func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.EnvironmentEvaluator, dir, work string, paths []string, cache replay.Cache, room Room, unkeyed string) (Payload, error) {
+func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *evaluation.EnvironmentEvaluator, dir, work string, paths []string, cache evaluation.Cache, room Room, unkeyed string) (Payload, error) {
 	x := ev.Executor
-	key := &replay.KeyUse{Key: replay.KeyTree}
+	key := &evaluation.KeyUse{Key: evaluation.KeyTree}
 	keyed := cache != nil && unkeyed == ""
 	switch {
 	case unkeyed != "":
@@ -341,7 +368,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		key.Why = "the build failed"
 		keyed = false
 	}
-	ak := replay.ArtifactCacheKey(key.Artifact, version, paths)
+	ak := evaluation.ArtifactCacheKey(key.Artifact, version, paths)
 	if keyed {
 		release, err := e.claim(ctx, key.Artifact)
 		if err != nil {
@@ -351,7 +378,7 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		c, ok, err := cache.Get(ctx, ak)
 		if err == nil && ok && c.MatchesArtifact(key.Artifact, version, paths) {
 			res := c.Result
-			res.Key = &replay.KeyUse{Key: replay.KeyArtifact, Artifact: key.Artifact, Cached: true}
+			res.Key = &evaluation.KeyUse{Key: evaluation.KeyArtifact, Artifact: key.Artifact, Cached: true}
 			return Payload{Result: res}, nil
 		}
 		// Not seen yet: is the build reproducible?
@@ -381,12 +408,11 @@ func (e *Evaluator) evaluateArtifacts(ctx context.Context, ev *replay.Environmen
 		return Payload{}, err
 	}
 	if keyed {
-		entry := replay.CacheEntry{Artifact: key.Artifact, EnvVersion: version, TestPaths: paths, Result: res,
-			DurationMs: time.Since(start).Milliseconds()}
-		if err := cache.Put(ctx, ak, entry); err != nil {
+		in := evaluation.Inputs{Artifact: key.Artifact, EnvVersion: version, TestPaths: paths}
+		if _, err := evaluation.Keep(ctx, cache, in, res, time.Since(start)); err != nil {
 			key.Why = "writing the artifacts' entry: " + err.Error()
 		} else {
-			key.Key = replay.KeyArtifact
+			key.Key = evaluation.KeyArtifact
 		}
 	}
 	res.Key = key

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/replay"
-	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/trace"
 )
@@ -23,7 +23,7 @@ import (
 //   - tree: every checkpoint tree built and tested (the tree key; the
 //     trees all differ);
 //   - artifact: every tree built, tested only when its ./cc is new (the
-//     artifacts' key, replay.ArtifactCacheKey, on an empty cache);
+//     artifacts' key, evaluation.ArtifactCacheKey, on an empty cache);
 //   - sampled: every tree tested on a fixed sample of each suite
 //     (environment.Sampler, size 20, seed 1), tree-keyed. Ground truth's
 //     sampled curve (task ground_truth.sample) adds full evaluations of
@@ -81,7 +81,7 @@ func keyWays(b *testing.B, n, stride int, tree func(i int) string) {
 	}
 	ev := evaluator(b, "bwrap", tests)
 	ev.Artifacts = []string{"cc"}
-	ev.EnvVersion = evalbox.Version(ev.Env.Version(), ev.Artifacts, false)
+	ev.EnvVersion = evaluation.Version(ev.Env.Version(), evaluation.Settings{Artifacts: ev.Artifacts})
 	sampler, ok := ev.Env.(environment.Sampler)
 	if !ok {
 		b.Fatal("the C environment names no samples")

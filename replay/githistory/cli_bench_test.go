@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment/ccompiler"
+	"github.com/trajlab/traj/environment/evaluation"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace/store/local"
@@ -120,7 +121,7 @@ func BenchmarkCLICachedEvaluate(b *testing.B) {
 			for _, tree := range trees {
 				e := replay.CacheEntry{Tree: tree, EnvVersion: env.Version(), TestPaths: paths, Result: replay.Result{Suites: map[string]replay.SuiteResult{
 					"basics": {Passed: 3, Failed: 1, Total: 4}}}, DurationMs: 900}
-				if err := cache.Put(ctx, replay.CacheKey(tree, env.Version(), paths), e); err != nil {
+				if err := cache.Put(ctx, evaluation.CacheKey(tree, env.Version(), paths), e); err != nil {
 					b.Fatal(err)
 				}
 			}

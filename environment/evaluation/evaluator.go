@@ -1,4 +1,4 @@
-package replay
+package evaluation
 
 import (
 	"context"
@@ -9,6 +9,19 @@ import (
 
 	"github.com/trajlab/traj/environment"
 )
+
+// Evaluator runs test paths against one checked-out repository state
+// (replay/evalbox's, built by evalbox.New, for untrusted trees).
+type Evaluator interface {
+	// Version is a digest of everything besides the tree that decides
+	// results (suites, runner, build script, the task's settings, the
+	// sandbox); it is part of the cache key.
+	Version() string
+	// Evaluate builds the repository in dir and runs testPaths. Test
+	// failures and build failures are results, not errors; an error means
+	// the evaluation itself could not be done.
+	Evaluate(ctx context.Context, dir string, testPaths []string) (Result, error)
+}
 
 // EnvironmentEvaluator adapts an environment.Environment to Evaluator: it
 // builds the tree once and runs every test path against that build.

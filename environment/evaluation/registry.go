@@ -1,0 +1,79 @@
+package evaluation
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/ccompiler"
+)
+
+// Config is what opening an environment may need.
+type Config struct {
+	// TestsDir is the fixtures root of the public suites (--tests-dir,
+	// TRAJ_TESTS_DIR); "" gives an environment's built-in suites only.
+	TestsDir string
+}
+
+// Entry is one test environment traj can score trees with.
+type Entry struct {
+	// Name is the environment's name in a task (`environment`) and in a
+	// trace (`environment.name`).
+	Name string
+	// Open returns the environment (on the host: its cases and
+	// expectations never enter a sandbox).
+	Open func(Config) (environment.Environment, error)
+}
+
+// Registry is the list of environments: what a task's or a trace's
+// environment name picks. Nothing above environment/ imports an
+// environment or compares its name; it asks a Registry, built by
+// Environments and passed down.
+type Registry struct{ entries []Entry }
+
+// Environments is the one list of environments, the first the default of
+// a trace that names none (traces older than the environment field were
+// all scored by the C-compiler environment). Registering one is one
+// entry here.
+func Environments() Registry {
+	return Registry{entries: []Entry{
+		{Name: ccompiler.Name, Open: func(c Config) (environment.Environment, error) {
+			return ccompiler.New(ccompiler.Config{TestsDir: c.TestsDir})
+		}},
+	}}
+}
+
+// Names lists the registered environments, in order.
+func (r Registry) Names() []string {
+	out := make([]string, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Lookup returns the environment called name ("" names the default).
+func (r Registry) Lookup(name string) (Entry, error) {
+	if name == "" && len(r.entries) > 0 {
+		return r.entries[0], nil
+	}
+	for _, e := range r.entries {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return Entry{}, fmt.Errorf("unknown environment %q (known: %s)", name, strings.Join(r.Names(), ", "))
+}
+
+// Open opens the environment called name ("" names the default).
+func (r Registry) Open(name string, c Config) (environment.Environment, error) {
+	e, err := r.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	env, err := e.Open(c)
+	if err != nil {
+		return nil, fmt.Errorf("open environment %s: %w", e.Name, err)
+	}
+	return env, nil
+}
