@@ -100,7 +100,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	start := orchestrator.Run
 	if c.Resume != "" {
 		start = func(ctx context.Context, o orchestrator.Options) (*orchestrator.Result, error) {
-			return recovery.Resume(ctx, c.Resume, o)
+			return recovery.Resume(ctx, c.Resume, o, nil)
 		}
 	}
 	mem, err := parseSize(c.Memory)
