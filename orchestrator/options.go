@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace/store"
 )
@@ -31,9 +33,9 @@ import (
 // value are given.
 type Given map[string]bool
 
-// has reports whether the option of flag is given: it has a value, or the
+// Has reports whether the option of flag is given: it has a value, or the
 // caller named it.
-func (g Given) has(flag string, value bool) bool { return value || g[flag] }
+func (g Given) Has(flag string, value bool) bool { return value || g[flag] }
 
 // RunStateOf is the one forward map, run options to run.json: what a
 // recording of opts from s writes before it starts (status running, pid
@@ -122,7 +124,7 @@ func (c *Conflict) Error() string {
 // model's). Only the options above are taken: the store, the work folder
 // and the trajectory id are the caller's.
 func Inherit(o Options, given Given, rec Options, how Inheritance) (Options, error) {
-	if given.has("task", o.Task != "") && o.Task != rec.Task {
+	if given.Has("task", o.Task != "") && o.Task != rec.Task {
 		tk, err := task.Load(o.Task)
 		if err != nil || strings.TrimPrefix(tk.Source, "builtin:") != rec.Task {
 			return o, &Conflict{Flag: "task", Given: o.Task, Recorded: rec.Task}
@@ -130,47 +132,47 @@ func Inherit(o Options, given Given, rec Options, how Inheritance) (Options, err
 	}
 	o.Task = rec.Task
 	recAgent := cmp.Or(rec.Agent, harness.Default)
-	if given.has("agent", o.Agent != "") && cmp.Or(o.Agent, harness.Default) != recAgent {
+	if given.Has("agent", o.Agent != "") && cmp.Or(o.Agent, harness.Default) != recAgent {
 		return o, &Conflict{Flag: "agent", Given: o.Agent, Recorded: recAgent}
 	}
 	o.Agent = rec.Agent
-	if !given.has("model", o.Model != "") {
+	if !given.Has("model", o.Model != "") {
 		o.Model = rec.Model
 	}
 	sameModel := o.Model == rec.Model
 	if !how.Playback && sameModel {
-		if !given.has("script", o.Script != "") {
+		if !given.Has("script", o.Script != "") {
 			o.Script = rec.Script
 		}
-		if !given.has("base-url", o.BaseURL != "") {
+		if !given.Has("base-url", o.BaseURL != "") {
 			o.BaseURL = rec.BaseURL
 		}
 	}
-	if !how.Playback && !given.has("api-key-env", len(o.APIKeyEnvs) > 0) {
+	if !how.Playback && !given.Has("api-key-env", len(o.APIKeyEnvs) > 0) {
 		o.APIKeyEnvs = rec.APIKeyEnvs
 	}
-	if !given.has("agent-bin", o.AgentBin != "") && rec.AgentBin != "" {
+	if !given.Has("agent-bin", o.AgentBin != "") && rec.AgentBin != "" {
 		if _, err := os.Stat(rec.AgentBin); err == nil || !how.Untrusted {
 			o.AgentBin = rec.AgentBin
 		}
 	}
-	if !given.has("max-parts", o.MaxParts != 0) {
+	if !given.Has("max-parts", o.MaxParts != 0) {
 		o.MaxParts = rec.MaxParts
 	}
-	if !given.has("timeout", o.Timeout != 0) {
+	if !given.Has("timeout", o.Timeout != 0) {
 		o.Timeout = rec.Timeout
 	}
-	if !given.has("tests-dir", o.TestsDir != "") {
+	if !given.Has("tests-dir", o.TestsDir != "") {
 		o.TestsDir = rec.TestsDir
 	}
 	if sameModel {
-		if !given.has("max-tokens", o.MaxTokens != 0) {
+		if !given.Has("max-tokens", o.MaxTokens != 0) {
 			o.MaxTokens = rec.MaxTokens
 		}
-		if !given.has("max-cost", o.MaxCost != 0) {
+		if !given.Has("max-cost", o.MaxCost != 0) {
 			o.MaxCost = rec.MaxCost
 		}
-		if !given.has("price", o.Price != nil) {
+		if !given.Has("price", o.Price != nil) {
 			o.Price = rec.Price
 		}
 	}
@@ -181,25 +183,25 @@ func Inherit(o Options, given Given, rec Options, how Inheritance) (Options, err
 // inheritSandbox is Inherit for the sandbox options: each setting given is
 // o's, else rec's (see Inheritance.Untrusted for the provider).
 func inheritSandbox(o launch.SandboxOptions, given Given, rec launch.SandboxOptions, how Inheritance) launch.SandboxOptions {
-	if !given.has("sandbox", o.Provider != "") && !(how.Untrusted && rec.Provider == sandbox.ProviderLocal) {
+	if !given.Has("sandbox", o.Provider != "") && !(how.Untrusted && rec.Provider == sandbox.ProviderLocal) {
 		o.Provider = rec.Provider
 	}
-	if !given.has("cpus", o.Limits.CPUs != 0) {
+	if !given.Has("cpus", o.Limits.CPUs != 0) {
 		o.Limits.CPUs = rec.Limits.CPUs
 	}
-	if !given.has("memory", o.Limits.Memory != 0) {
+	if !given.Has("memory", o.Limits.Memory != 0) {
 		o.Limits.Memory = rec.Limits.Memory
 	}
-	if !given.has("pids", o.Limits.Processes != 0) {
+	if !given.Has("pids", o.Limits.Processes != 0) {
 		o.Limits.Processes = rec.Limits.Processes
 	}
-	if !given.has("disk", o.Disk != 0) {
+	if !given.Has("disk", o.Disk != 0) {
 		o.Disk, o.DiskOptional = rec.Disk, rec.DiskOptional
 	}
-	if !given.has("network", o.Network != "") {
+	if !given.Has("network", o.Network != "") {
 		o.Network = rec.Network
 	}
-	if !given.has("pass-env", o.Env != nil) {
+	if !given.Has("pass-env", o.Env != nil) {
 		o.Env = rec.Env
 	}
 	if o.Image == "" {
@@ -227,3 +229,50 @@ func (o *Options) Defaults() {
 
 // DefaultTask is the task of a new run that names none.
 const DefaultTask = "c-compiler"
+
+// ParseSize reads a memory or disk size (--memory, --disk): a number of
+// bytes with an optional k, m, g or t suffix (binary units; 4g, 4GiB), ""
+// for the default (0) and "none", "off" or "0" for no limit (-1).
+func ParseSize(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "":
+		return 0, nil
+	case "none", "off", "0":
+		return -1, nil
+	}
+	mult := int64(1)
+	if i := strings.IndexAny(s, "kmgt"); i >= 0 {
+		mult = map[byte]int64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}[s[i]]
+		if rest := strings.TrimSuffix(s[i+1:], "b"); rest != "" && rest != "i" && rest != "ib" {
+			return 0, fmt.Errorf("%q: want a size like 4g or 512m", s)
+		}
+		s = s[:i]
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q: want a size like 4g or 512m", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// ParsePrice reads --price: IN,OUT[,CACHE_READ[,CACHE_WRITE]] in dollars
+// per million tokens ("" is no price).
+func ParsePrice(s string) (*agent.Price, error) {
+	if s == "" {
+		return nil, nil
+	}
+	fields := strings.Split(s, ",")
+	if len(fields) < 2 || len(fields) > 4 {
+		return nil, fmt.Errorf("--price %q: want INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]] in dollars per million tokens", s)
+	}
+	var v [4]float64
+	for i, f := range fields {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || x < 0 {
+			return nil, fmt.Errorf("--price %q: %q is not a price (dollars per million tokens, ≥ 0)", s, f)
+		}
+		v[i] = x
+	}
+	return &agent.Price{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite: v[3]}, nil
+}
