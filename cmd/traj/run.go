@@ -28,7 +28,7 @@ import (
 // or recorded, 2 for bad flags.
 type RunCmd struct {
 	// Task has no kong default: "" is "not given", so --resume and --fork
-	// keep the recorded task (a new run gets c-compiler, defaultTask).
+	// keep the recorded task (a new run gets orchestrator.DefaultTask).
 	Task     string `help:"Built-in task name or a task folder (task.json + prompt.md). Default c-compiler; with --resume or --fork: the recorded one (a fork refuses another)."`
 	Model    string `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5). Required unless --resume."`
 	MaxParts int    `name:"max-parts" help:"Part budget: the run never records more parts. Required unless --resume (then: a larger budget)."`
@@ -122,7 +122,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, kctx *kong.Context) error 
 	c.WorkDir = res.WorkDir
 	if !c.JSON {
 		record.PrintSummary(g.Stdout, res.Result)
-		printNext(g.Stdout, res.Result, c.locateArgs(res.TrajectoryID))
+		record.PrintNext(g.Stdout, res.Result, c.locateArgs(res.TrajectoryID))
 	}
 	if f := res.Fork; f != nil {
 		// The inherited parts must be the source's: say so, or not.
@@ -164,20 +164,4 @@ func (c *RunCmd) locateArgs(id string) string {
 		args += " --work-dir " + trace.ShellWord(c.WorkDir)
 	}
 	return args
-}
-
-// printNext says what to do after a run that can go on or whose uploads
-// are pending.
-func printNext(w io.Writer, res *orchestrator.Result, ref string) {
-	switch res.End.Reason {
-	case trace.EndInterrupted, trace.EndTimeout, trace.EndPartLimit, trace.EndAgentError:
-		fmt.Fprintf(w, "  continue:      traj run --resume %s", ref)
-		if res.End.Reason == trace.EndPartLimit {
-			fmt.Fprint(w, " --max-parts N (a larger budget)")
-		}
-		fmt.Fprintln(w)
-	}
-	if len(res.NotUploaded) > 0 {
-		fmt.Fprintf(w, "  upload later:  traj sync %s\n", ref)
-	}
 }

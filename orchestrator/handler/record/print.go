@@ -37,3 +37,19 @@ func PrintSummary(w io.Writer, res *orchestrator.Result) {
 		fmt.Fprintf(w, "  not uploaded:  %s\n", strings.Join(res.NotUploaded, ", "))
 	}
 }
+
+// PrintNext says what to do after a run that can go on or whose uploads
+// are pending; ref names the trajectory for those commands.
+func PrintNext(w io.Writer, res *orchestrator.Result, ref string) {
+	switch res.End.Reason {
+	case trace.EndInterrupted, trace.EndTimeout, trace.EndPartLimit, trace.EndAgentError:
+		fmt.Fprintf(w, "  continue:      traj run --resume %s", ref)
+		if res.End.Reason == trace.EndPartLimit {
+			fmt.Fprint(w, " --max-parts N (a larger budget)")
+		}
+		fmt.Fprintln(w)
+	}
+	if len(res.NotUploaded) > 0 {
+		fmt.Fprintf(w, "  upload later:  traj sync %s\n", ref)
+	}
+}
