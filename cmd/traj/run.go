@@ -67,30 +67,9 @@ type RunCmd struct {
 // Run maps the flags to a record.RunRequest, shows its progress and says
 // how it ended.
 func (c *RunCmd) Run(ctx context.Context, g *Globals, kctx *kong.Context) error {
-	mem, err := orchestrator.ParseSize(c.Memory)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("--memory: %w", err)}
-	}
-	diskCap, err := orchestrator.ParseSize(c.Disk)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("--disk: %w", err)}
-	}
-	price, err := orchestrator.ParsePrice(c.Price)
+	req, err := c.request(g, kctx)
 	if err != nil {
 		return &exitError{2, err}
-	}
-	req := record.RunRequest{Given: orchestrator.Given{}, Resume: c.Resume, Fork: c.Fork, AtPart: c.AtPart, Prompt: c.Prompt,
-		AllowOtherVersion: c.AllowOtherVersion, Notes: g.Stdout, Options: orchestrator.Options{
-			Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout, StallTimeout: c.StallTimeout,
-			TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
-			BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, TestsDir: c.TestsDir,
-			Sandbox: launch.SandboxOptions{Provider: c.Sandbox, Network: sandbox.Network(c.Network), Env: c.PassEnv,
-				Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}, Disk: diskCap},
-			Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price, Logger: g.Logger}}
-	for _, p := range kctx.Path {
-		if p.Flag != nil {
-			req.Given[p.Flag.Name] = true
-		}
 	}
 	// Below the status line (and with --quiet) only warnings are logged:
 	// the line is the progress.
@@ -136,6 +115,38 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, kctx *kong.Context) error 
 		return err
 	}
 	return runExit(res.Result, c.locateArgs(res.TrajectoryID))
+}
+
+// request is the record.RunRequest of the flags: the options they set,
+// Given the flags on the command line (a flag given at its zero value
+// overrides a resumed or forked run's option like any other).
+func (c *RunCmd) request(g *Globals, kctx *kong.Context) (record.RunRequest, error) {
+	mem, err := orchestrator.ParseSize(c.Memory)
+	if err != nil {
+		return record.RunRequest{}, fmt.Errorf("--memory: %w", err)
+	}
+	diskCap, err := orchestrator.ParseSize(c.Disk)
+	if err != nil {
+		return record.RunRequest{}, fmt.Errorf("--disk: %w", err)
+	}
+	price, err := orchestrator.ParsePrice(c.Price)
+	if err != nil {
+		return record.RunRequest{}, err
+	}
+	req := record.RunRequest{Given: orchestrator.Given{}, Resume: c.Resume, Fork: c.Fork, AtPart: c.AtPart, Prompt: c.Prompt,
+		AllowOtherVersion: c.AllowOtherVersion, Notes: g.Stdout, Options: orchestrator.Options{
+			Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout, StallTimeout: c.StallTimeout,
+			TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
+			BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, TestsDir: c.TestsDir,
+			Sandbox: launch.SandboxOptions{Provider: c.Sandbox, Network: sandbox.Network(c.Network), Env: c.PassEnv,
+				Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}, Disk: diskCap},
+			Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price, Logger: g.Logger}}
+	for _, p := range kctx.Path {
+		if p.Flag != nil {
+			req.Given[p.Flag.Name] = true
+		}
+	}
+	return req, nil
 }
 
 // runExit is a recorded run's exit status (see RunCmd): interrupted
