@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -98,21 +97,10 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		return nil, err
 	}
 	log, p := opts.Logger, s.Paths
-	state := folder.RunState{TrajectoryID: p.ID, Task: s.Task.Name, TaskSource: s.Task.Source, Model: opts.Model,
-		MaxParts: opts.MaxParts, TimeoutSec: int64(opts.Timeout / time.Second), Store: s.StoreURL,
-		Workspace: p.Workspace, SandboxDir: p.Sandbox, Checkpoints: filepath.Join(p.Sandbox, folder.CheckpointsName),
-		StartedAt: s.StartedAt, Status: "running", PID: os.Getpid(),
-		Script: absPath(opts.Script), BaseURL: opts.BaseURL, APIKeyEnvs: opts.APIKeyEnvs, TestsDir: absPath(opts.TestsDir),
-		HarnessBin: opts.AgentBin, Agent: opts.Agent, MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
-		Playback: absPath(opts.playback())}
-	if strings.ContainsRune(state.HarnessBin, filepath.Separator) {
-		state.HarnessBin = absPath(state.HarnessBin)
-	}
-	sb, err := json.Marshal(opts.Sandbox)
+	state, err := RunStateOf(opts, s)
 	if err != nil {
-		return nil, fmt.Errorf("encode sandbox options: %w", err)
+		return nil, err
 	}
-	state.Sandbox = sb
 	if err := folder.WriteRunState(p.Dir, state); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/handler/record"
 	"github.com/trajlab/traj/orchestrator/recovery"
 )
 
@@ -30,11 +31,11 @@ func (c *TraceFinalizeCmd) Run(ctx context.Context, g *Globals) error {
 	if res == nil {
 		return err
 	}
-	saveSummary(ctx, g.Logger, l.Store, l.ID)
+	record.SaveSummary(ctx, g.Logger, l.Store, l.ID)
 	if res.AlreadyFinished {
 		fmt.Fprintf(g.Stdout, "trajectory %s was already finished\n", l.ID)
 	} else {
-		printSummary(g.Stdout, &res.Result)
+		record.PrintSummary(g.Stdout, &res.Result)
 	}
 	printSync(g.Stdout, l, res.Sync)
 	if err != nil {

@@ -1,28 +1,22 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/trajlab/traj/orchestrator"
-	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/handler/record"
 	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/progress"
-	"github.com/trajlab/traj/orchestrator/recovery"
-	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox"
-	"github.com/trajlab/traj/sandbox/agent"
-	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/trace"
-	"github.com/trajlab/traj/trace/store/location"
 )
 
 // RunCmd records one trajectory: the agent works on a task until the part
@@ -34,7 +28,7 @@ import (
 // or recorded, 2 for bad flags.
 type RunCmd struct {
 	// Task has no kong default: "" is "not given", so --resume and --fork
-	// keep the recorded task (a new run gets c-compiler, defaultTask).
+	// keep the recorded task (a new run gets orchestrator.DefaultTask).
 	Task     string `help:"Built-in task name or a task folder (task.json + prompt.md). Default c-compiler; with --resume or --fork: the recorded one (a fork refuses another)."`
 	Model    string `help:"Model as PROVIDER/MODEL (e.g. scripted/demo, anthropic/claude-sonnet-4-5). Required unless --resume."`
 	MaxParts int    `name:"max-parts" help:"Part budget: the run never records more parts. Required unless --resume (then: a larger budget)."`
@@ -70,129 +64,89 @@ type RunCmd struct {
 	Quiet             bool          `help:"No progress output; only warnings, errors and the final summary."`
 }
 
-// Run wires flags to orchestrator.Run.
-func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Fork != "" && c.Resume != "" {
-		return &exitError{2, errors.New("--fork and --resume do not go together")}
-	}
-	if (c.AtPart != 0 || c.Prompt != "" || c.AllowOtherVersion) && c.Fork == "" {
-		return &exitError{2, errors.New("--at-part, --prompt and --allow-other-version go with --fork REF")}
-	}
-	if c.Fork != "" && c.AtPart <= 0 {
-		return &exitError{2, errors.New("--fork needs --at-part P, the last part of the source to inherit (> 0)")}
-	}
-	if c.Resume == "" && c.Fork == "" && c.Model == "" {
-		return &exitError{2, errors.New("--model is required (or --resume ID)")}
-	}
-	if c.Resume == "" && c.Fork == "" && c.MaxParts == 0 {
-		return &exitError{2, errors.New("--max-parts is required: the part budget, a number > 0 (the run never records more parts)")}
-	}
-	if c.MaxParts < 0 {
-		return &exitError{2, errors.New("--max-parts must be > 0")}
-	}
-	if c.Resume != "" {
-		id, work, err := folder.SplitRef(c.Resume, c.WorkDir)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		c.Resume, c.WorkDir = id, work
-	}
-	start := orchestrator.Run
-	if c.Resume != "" {
-		start = func(ctx context.Context, o orchestrator.Options) (*orchestrator.Result, error) {
-			return recovery.Resume(ctx, c.Resume, o)
-		}
-	}
-	mem, err := parseSize(c.Memory)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("--memory: %w", err)}
-	}
-	diskCap, err := parseSize(c.Disk)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("--disk: %w", err)}
-	}
-	diskOptional := false
-	if c.Disk == "" && c.Resume == "" && c.Fork == "" { // resume and fork: the recorded cap
-		diskCap, diskOptional = orchestrator.DefaultDisk, true
-	}
-	if c.CPUs < 0 || c.Pids < 0 {
-		return &exitError{2, errors.New("--cpus and --pids must not be negative")}
-	}
-	price, err := parsePrice(c.Price)
+// Run maps the flags to a record.RunRequest, shows its progress and says
+// how it ended.
+func (c *RunCmd) Run(ctx context.Context, g *Globals, kctx *kong.Context) error {
+	req, err := c.request(g, kctx)
 	if err != nil {
 		return &exitError{2, err}
 	}
-	if c.Task == "" && c.Resume == "" && c.Fork == "" {
-		c.Task = defaultTask
-	}
-	opts := orchestrator.Options{
-		Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout, StallTimeout: c.StallTimeout,
-		TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
-		BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, TestsDir: c.TestsDir,
-		Sandbox: launch.SandboxOptions{Provider: c.Sandbox, Network: sandbox.Network(c.Network), Env: c.PassEnv,
-			Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}, Disk: diskCap, DiskOptional: diskOptional},
-		Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price,
-		Logger: g.Logger,
-	}
-	var fork *rerunSource
-	if c.Fork != "" {
-		if fork, err = c.forkOptions(ctx, g, &opts); err != nil {
-			return err
-		}
-	}
-	var sinks progress.Multi
-	var line *progress.Line
 	// Below the status line (and with --quiet) only warnings are logged:
 	// the line is the progress.
 	quietLog := func(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: max(g.LogLevel, slog.LevelWarn)}))
 	}
+	var line *progress.Line
 	switch {
 	case c.JSON:
-		sinks = append(sinks, progress.NewJSON(g.Stdout))
+		req.Options.Reporter = progress.NewJSON(g.Stdout)
 	case c.Quiet:
-		opts.Logger = quietLog(g.Stderr)
+		req.Options.Logger = quietLog(g.Stderr)
 	case isTerminal(g.Stderr):
 		line = progress.NewLine(g.Stderr)
-		sinks = append(sinks, line)
-		opts.Logger = quietLog(line.LogWriter())
+		req.Options.Reporter, req.Options.Logger = line, quietLog(line.LogWriter())
 	default:
-		sinks = append(sinks, progress.Log{L: g.Logger})
+		req.Options.Reporter = progress.Log{L: g.Logger}
 	}
-	opts.Reporter = sinks
-	res, err := start(ctx, opts)
+	res, err := record.Run(ctx, req)
 	if line != nil {
 		line.Close()
 	}
 	if res == nil {
+		if bad := (*record.BadRequest)(nil); errors.As(err, &bad) {
+			return &exitError{2, err}
+		}
 		return err
 	}
-	if res.End.Reason != "" {
-		if l, lerr := folder.Locate(ctx, folder.LocateOptions{ID: res.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Logger: g.Logger}); lerr == nil {
-			saveSummary(ctx, g.Logger, l.Store, res.TrajectoryID)
-		}
-	}
+	c.WorkDir = res.WorkDir
 	if !c.JSON {
-		printSummary(g.Stdout, res)
-		printNext(g.Stdout, res, c.locateArgs(res.TrajectoryID))
+		record.PrintSummary(g.Stdout, res.Result)
+		record.PrintNext(g.Stdout, res.Result, c.locateArgs(res.TrajectoryID))
 	}
-	if fork != nil && err == nil {
+	if f := res.Fork; f != nil {
 		// The inherited parts must be the source's: say so, or not.
-		at := opts.Rerun.ForkAt
-		rep, cerr := compareRerun(ctx, fork, res.TrajectoryID, location.Choose(c.Store, os.Getenv), at)
-		if cerr != nil {
-			return cerr
-		}
-		fmt.Fprintf(g.Stdout, "  forked from:   %s at part %d; inherited parts %s\n", fork.ref.ID, at, rep.Summary())
-		if rep.Reproduced != at {
-			printRerun(g.Stdout, rep)
-			return &exitError{3, fmt.Errorf("the fork did not reproduce its inherited parts 1..%d of %s", at, fork.ref.ID)}
+		fmt.Fprintf(g.Stdout, "  forked from:   %s at part %d; inherited parts %s\n", f.Source, f.At, f.Report.Summary())
+		if !f.Reproduced() {
+			f.Report.Print(g.Stdout)
+			return &exitError{3, fmt.Errorf("the fork did not reproduce its inherited parts 1..%d of %s", f.At, f.Source)}
 		}
 	}
 	if err != nil {
 		return err
 	}
-	return runExit(res, c.locateArgs(res.TrajectoryID))
+	return runExit(res.Result, c.locateArgs(res.TrajectoryID))
+}
+
+// request is the record.RunRequest of the flags: the options they set,
+// Given the flags on the command line (a flag given at its zero value
+// overrides a resumed or forked run's option like any other).
+func (c *RunCmd) request(g *Globals, kctx *kong.Context) (record.RunRequest, error) {
+	mem, err := orchestrator.ParseSize(c.Memory)
+	if err != nil {
+		return record.RunRequest{}, fmt.Errorf("--memory: %w", err)
+	}
+	diskCap, err := orchestrator.ParseSize(c.Disk)
+	if err != nil {
+		return record.RunRequest{}, fmt.Errorf("--disk: %w", err)
+	}
+	price, err := orchestrator.ParsePrice(c.Price)
+	if err != nil {
+		return record.RunRequest{}, err
+	}
+	req := record.RunRequest{Given: orchestrator.Given{}, Resume: c.Resume, Fork: c.Fork, AtPart: c.AtPart, Prompt: c.Prompt,
+		AllowOtherVersion: c.AllowOtherVersion, Notes: g.Stdout, Options: orchestrator.Options{
+			Task: c.Task, Model: c.Model, MaxParts: c.MaxParts, Timeout: c.Timeout, StallTimeout: c.StallTimeout,
+			TrajectoryID: c.TrajectoryID, Store: c.Store, WorkDir: c.WorkDir, Script: c.Script,
+			BaseURL: c.BaseURL, APIKeyEnvs: c.APIKeyEnv, TestsDir: c.TestsDir,
+			Sandbox: launch.SandboxOptions{Provider: c.Sandbox, Network: sandbox.Network(c.Network), Env: c.PassEnv,
+				Limits: sandbox.Limits{CPUs: c.CPUs, Memory: mem, Processes: c.Pids}, Disk: diskCap},
+			Agent: c.Agent, AgentBin: c.AgentBin, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, Price: price, Logger: g.Logger}}
+	for _, p := range kctx.Path {
+		if p.Flag != nil {
+			req.Given[p.Flag.Name] = true
+		}
+	}
+	return req, nil
 }
 
 // runExit is a recorded run's exit status (see RunCmd): interrupted
@@ -222,180 +176,3 @@ func (c *RunCmd) locateArgs(id string) string {
 	}
 	return args
 }
-
-// printNext says what to do after a run that can go on or whose uploads
-// are pending.
-func printNext(w io.Writer, res *orchestrator.Result, ref string) {
-	switch res.End.Reason {
-	case trace.EndInterrupted, trace.EndTimeout, trace.EndPartLimit, trace.EndAgentError:
-		fmt.Fprintf(w, "  continue:      traj run --resume %s", ref)
-		if res.End.Reason == trace.EndPartLimit {
-			fmt.Fprint(w, " --max-parts N (a larger budget)")
-		}
-		fmt.Fprintln(w)
-	}
-	if len(res.NotUploaded) > 0 {
-		fmt.Fprintf(w, "  upload later:  traj sync %s\n", ref)
-	}
-}
-
-// parseSize reads a memory or disk size: a number of bytes with an
-// optional k, m, g or t suffix (binary units; 4g, 4GiB), "" for the default
-// (0) and "none", "off" or "0" for no limit (-1).
-func parseSize(s string) (int64, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	switch s {
-	case "":
-		return 0, nil
-	case "none", "off", "0":
-		return -1, nil
-	}
-	mult := int64(1)
-	if i := strings.IndexAny(s, "kmgt"); i >= 0 {
-		mult = map[byte]int64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}[s[i]]
-		if rest := strings.TrimSuffix(s[i+1:], "b"); rest != "" && rest != "i" && rest != "ib" {
-			return 0, fmt.Errorf("%q: want a size like 4g or 512m", s)
-		}
-		s = s[:i]
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q: want a size like 4g or 512m", s)
-	}
-	return int64(n * float64(mult)), nil
-}
-
-func printSummary(w io.Writer, res *orchestrator.Result) {
-	e := res.End
-	fmt.Fprintf(w, "trajectory %s: %s after %d parts in %d turns", res.TrajectoryID, e.Reason, e.TotalParts, e.TotalTurns)
-	if e.Detail != "" {
-		fmt.Fprintf(w, " (%s)", e.Detail)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  folder:        %s\n", res.Dir)
-	fmt.Fprintf(w, "  final commit:  %s\n", e.FinalGitCommit)
-	if e.Tokens != nil {
-		fmt.Fprintf(w, "  tokens:        %d", e.Tokens.Total())
-		if e.Cost != nil && *e.Cost > 0 {
-			fmt.Fprintf(w, " (cost %.4f)", *e.Cost)
-		}
-		fmt.Fprintln(w)
-	}
-	for _, k := range []string{trace.ArtifactTrace, trace.ArtifactBundle} {
-		if u := res.Artifacts[k]; u != "" {
-			fmt.Fprintf(w, "  %-14s %s\n", k+":", u)
-		}
-	}
-	if len(res.NotUploaded) > 0 {
-		fmt.Fprintf(w, "  not uploaded:  %s\n", strings.Join(res.NotUploaded, ", "))
-	}
-}
-
-// parsePrice reads --price: IN,OUT[,CACHE_READ[,CACHE_WRITE]] in dollars
-// per million tokens ("" is no price).
-func parsePrice(s string) (*agent.Price, error) {
-	if s == "" {
-		return nil, nil
-	}
-	fields := strings.Split(s, ",")
-	if len(fields) < 2 || len(fields) > 4 {
-		return nil, fmt.Errorf("--price %q: want INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]] in dollars per million tokens", s)
-	}
-	var v [4]float64
-	for i, f := range fields {
-		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || x < 0 {
-			return nil, fmt.Errorf("--price %q: %q is not a price (dollars per million tokens, ≥ 0)", s, f)
-		}
-		v[i] = x
-	}
-	return &agent.Price{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite: v[3]}, nil
-}
-
-// forkOptions makes opts a fork of c.Fork at c.AtPart: the source's
-// harness, task, sandbox and budgets (what the flags do not set), its
-// model calls to play up to the fork point, its lineage.
-func (c *RunCmd) forkOptions(ctx context.Context, g *Globals, opts *orchestrator.Options) (*rerunSource, error) {
-	storeURL := location.Choose(c.Store, os.Getenv)
-	src, err := openRerunSource(ctx, c.Fork, storeURL)
-	if err != nil {
-		return nil, err
-	}
-	if c.AtPart > src.parts {
-		return nil, &exitError{2, fmt.Errorf("--at-part %d: %s has %d parts", c.AtPart, src.ref.ID, src.parts)}
-	}
-	base, err := src.options(c.Fork, c.Store, storeURL, c.Sandbox)
-	if err != nil {
-		return nil, err
-	}
-	at, err := src.forkPoint(c.AtPart)
-	if err != nil {
-		return nil, err
-	}
-	if at != c.AtPart {
-		fmt.Fprintf(g.Stdout, "fork: part %d is not where a model response of %s ended; the fork inherits parts 1..%d\n", c.AtPart, src.ref.ID, at)
-	}
-	if c.Agent != "" && c.Agent != base.Agent {
-		return nil, &exitError{2, fmt.Errorf("--agent %s: the fork reruns %s's harness, %s", c.Agent, src.ref.ID, base.Agent)}
-	}
-	opts.Agent = base.Agent
-	if c.Task != "" {
-		tk, err := task.Load(c.Task)
-		if err != nil {
-			return nil, &exitError{2, fmt.Errorf("--task: %w", err)}
-		}
-		if strings.TrimPrefix(tk.Source, "builtin:") != base.Task {
-			return nil, &exitError{2, fmt.Errorf("--task %s: the fork reruns %s's task, %s (a fork cannot change the task)", c.Task, src.ref.ID, base.Task)}
-		}
-	}
-	opts.Task = base.Task
-	if opts.Model == "" {
-		opts.Model = base.Model
-	}
-	// What resume inherits (orchestrator/recovery's remembered): the
-	// source's script or base URL when the model is the source's, its key
-	// variables and harness binary. An inherited script goes on from
-	// where the source was at the fork point.
-	if st := src.state; st != nil {
-		if opts.Model == base.Model && opts.Script == "" && opts.BaseURL == "" {
-			opts.Script, opts.BaseURL = st.Script, st.BaseURL
-			if opts.Script != "" {
-				if _, err := os.Stat(opts.Script); err != nil {
-					return nil, &exitError{2, fmt.Errorf("%s was recorded with the script %s, which is not on this machine: give --script (%w)", src.ref.ID, opts.Script, err)}
-				}
-				base.Rerun.ContinueScript = true
-			}
-		}
-		if len(opts.APIKeyEnvs) == 0 {
-			opts.APIKeyEnvs = st.APIKeyEnvs
-		}
-		if opts.AgentBin == "" && st.HarnessBin != "" && cmp.Or(st.Agent, harness.Default) == base.Agent {
-			if _, err := os.Stat(st.HarnessBin); err == nil {
-				opts.AgentBin = st.HarnessBin
-			}
-		}
-	}
-	if opts.MaxParts == 0 {
-		opts.MaxParts = max(at+1, src.maxParts())
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = base.Timeout
-	}
-	if opts.TestsDir == "" {
-		opts.TestsDir = base.TestsDir
-	}
-	opts.Sandbox = opts.Sandbox.Or(base.Sandbox)
-	opts.Sandbox.Provider = base.Sandbox.Provider // --sandbox, else the source's unless local
-	if opts.MaxTokens == 0 && opts.MaxCost == 0 && opts.Price == nil && opts.Model == base.Model {
-		opts.MaxTokens, opts.MaxCost, opts.Price = base.MaxTokens, base.MaxCost, base.Price
-	}
-	if opts.TrajectoryID == "" {
-		opts.TrajectoryID = fmt.Sprintf("%s-fork%d-%s", src.ref.ID, at, time.Now().UTC().Format("20060102-150405"))
-	}
-	base.Rerun.ForkAt, base.Rerun.Prompt, base.Rerun.AllowOtherVersion = at, c.Prompt, c.AllowOtherVersion
-	opts.Rerun = base.Rerun
-	return src, nil
-}
-
-// defaultTask is the task of a new run that names none.
-const defaultTask = "c-compiler"

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/handler/record"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store/s3test"
 )
@@ -83,7 +84,7 @@ func TestRunSummarySaysWhatNext(t *testing.T) {
 			if c.Store == "" {
 				c.Store = "/my store"
 			}
-			printNext(&b, &orchestrator.Result{TrajectoryID: "t1", End: trace.SessionEnd{Reason: tt.reason}, NotUploaded: tt.pending},
+			record.PrintNext(&b, &orchestrator.Result{TrajectoryID: "t1", End: trace.SessionEnd{Reason: tt.reason}, NotUploaded: tt.pending},
 				c.locateArgs("t1"))
 			for _, w := range tt.want {
 				if !strings.Contains(b.String(), w) {

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/trajlab/traj/trace"
@@ -64,12 +63,14 @@ func RemoveSandbox(ctx context.Context, w *Where, id string) (bool, error) {
 // trajectory is refused (never remove a folder run.json merely points at).
 func sandboxOf(w *Where, id string) (string, error) {
 	def := filepath.Join(w.WorkDir, folder.SandboxesDir, id)
-	raw, err := os.ReadFile(filepath.Join(w.TrajectoryDir(id), store.RunStateName))
-	if err != nil {
+	rs, err := folder.ReadRunState(filepath.Join(w.TrajectoryDir(id), store.RunStateName))
+	if errors.Is(err, fs.ErrNotExist) {
 		return def, nil
 	}
-	var rs folder.RunState
-	if json.Unmarshal(raw, &rs) != nil || rs.SandboxDir == "" {
+	if err != nil {
+		return "", fmt.Errorf("sandbox of %s: %w", id, err)
+	}
+	if rs.SandboxDir == "" {
 		return def, nil
 	}
 	if !slices.Contains(strings.Split(filepath.ToSlash(filepath.Clean(rs.SandboxDir)), "/"), id) {

@@ -162,13 +162,10 @@ type summaryFields struct {
 
 func inspectAttempt(ctx context.Context, w *Where, id string) (*Attempt, error) {
 	a := &Attempt{ID: id}
-	if raw, err := os.ReadFile(filepath.Join(w.TrajectoryDir(id), store.RunStateName)); err == nil {
-		var rs folder.RunState
-		if json.Unmarshal(raw, &rs) == nil {
-			a.Started, a.RunState = true, &rs
-		}
+	if rs, err := folder.ReadRunState(filepath.Join(w.TrajectoryDir(id), store.RunStateName)); err == nil {
+		a.Started, a.RunState = true, &rs
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read run state of %s: %w", id, err)
+		return nil, fmt.Errorf("attempt %s: %w", id, err)
 	}
 	// In the store by ref's one rule: a trace, or the chunks of one that
 	// never got its final upload.

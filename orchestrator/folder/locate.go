@@ -2,7 +2,6 @@ package folder
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -76,15 +75,12 @@ func Locate(ctx context.Context, opts LocateOptions) (*Located, error) {
 		return nil, fmt.Errorf("work dir %q: %w", work, err)
 	}
 	l := &Located{ID: opts.ID, WorkDir: abs, Dir: filepath.Join(abs, filepath.FromSlash(store.TrajectoryPrefix(opts.ID)))}
-	raw, err := os.ReadFile(filepath.Join(l.Dir, store.RunStateName))
+	l.State, err = ReadRunState(filepath.Join(l.Dir, store.RunStateName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("trajectory %s: no %s in %s (give --work-dir, or --store as for traj run)", opts.ID, store.RunStateName, l.Dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read run state of %s: %w", opts.ID, err)
-	}
-	if err := json.Unmarshal(raw, &l.State); err != nil {
-		return nil, fmt.Errorf("read run state %s: %w", filepath.Join(l.Dir, store.RunStateName), err)
+		return nil, err
 	}
 	if l.State.TrajectoryID != opts.ID {
 		return nil, fmt.Errorf("run state %s names trajectory %q, not %q", filepath.Join(l.Dir, store.RunStateName), l.State.TrajectoryID, opts.ID)

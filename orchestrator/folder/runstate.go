@@ -3,6 +3,7 @@ package folder
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/trajlab/traj/trace/store"
@@ -77,4 +78,24 @@ func WriteRunState(dir string, st RunState) error {
 		return fmt.Errorf("encode run state: %w", err)
 	}
 	return atomicfile.WriteBytes(filepath.Join(dir, store.RunStateName), append(raw, '\n'))
+}
+
+// ReadRunState is the one reader of run.json: the file at path (a
+// trajectory folder's, or a copy fetched from the store's logs). Its
+// error policy, the same for every caller: no file is an error wrapping
+// fs.ErrNotExist, which a caller may take as "no run state" (a trajectory
+// that died before writing it, a store without one); a file that cannot
+// be read or decoded is an error naming the file, never taken as absent
+// nor as defaults, since run.json decides what a later command runs and
+// removes.
+func ReadRunState(path string) (RunState, error) {
+	var st RunState
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return st, fmt.Errorf("read run state: %w", err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return RunState{}, fmt.Errorf("read run state %s: %w", path, err)
+	}
+	return st, nil
 }

@@ -2,21 +2,17 @@ package recovery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
-	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/trace"
-	"github.com/trajlab/traj/trace/store"
 )
 
 // Resume continues trajectory id, whose `traj run` died or ended early
@@ -25,14 +21,15 @@ import (
 // prompted with the continuation prompt, the workspace as the last part
 // left it (restored from the history bundles, local or in the store, when
 // the workspace folder is gone). opts.Store and opts.WorkDir locate the
-// trajectory as for `traj run`; every run option not given (model,
-// budget, timeout, script, endpoint, API-key variables, harness binary,
-// tests folder) is the one run.json recorded; Task, TrajectoryID and the
-// store are the trajectory's (a Task given that is not its own is
-// refused). A solved trajectory, one recorded by a live
+// trajectory as for `traj run`; every run option not given (see
+// orchestrator.Given: model, budget, timeout, script, endpoint, API-key
+// variables, harness binary, tests folder, sandbox) is the one run.json
+// recorded (orchestrator.Inherit); Task, the harness, TrajectoryID and
+// the store are the trajectory's (a task or harness given that is not its
+// own is refused). A solved trajectory, one recorded by a live
 // process, or one whose budget is spent is refused before anything
 // changes.
-func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchestrator.Result, error) {
+func Resume(ctx context.Context, id string, opts orchestrator.Options, given orchestrator.Given) (*orchestrator.Result, error) {
 	l, err := folder.Locate(ctx, folder.LocateOptions{ID: id, Store: opts.Store, StoreImpl: opts.StoreImpl, WorkDir: opts.WorkDir, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
@@ -41,13 +38,11 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 	if st.Playback != "" {
 		return nil, fmt.Errorf("resume %s: it is a rerun (traj replay rerun), answered from its source's recorded model calls; rerun the source again instead", id)
 	}
-	if opts.Task != "" {
-		// A task given explicitly must be the trajectory's own.
-		if tk, err := task.Load(opts.Task); err != nil || tk.Source != st.TaskSource {
-			return nil, fmt.Errorf("resume %s: --task %s: the trajectory's task is %s, and a resume cannot change it", id, opts.Task, strings.TrimPrefix(st.TaskSource, "builtin:"))
-		}
+	opts, err = remembered(opts, given, st)
+	var conflict *orchestrator.Conflict
+	if errors.As(err, &conflict) {
+		return nil, fmt.Errorf("resume %s: --%s %s: the trajectory's %s is %s, and a resume cannot change it", id, conflict.Flag, conflict.Given, conflict.Flag, conflict.Recorded)
 	}
-	opts, err = remembered(opts, st)
 	if err != nil {
 		return nil, err
 	}
@@ -127,53 +122,14 @@ func Resume(ctx context.Context, id string, opts orchestrator.Options) (*orchest
 		InPlace: l.InPlace, StartedAt: st.StartedAt, Recorded: rec})
 }
 
-// remembered fills the run options not given from those the trajectory's
-// run.json recorded.
-func remembered(opts orchestrator.Options, st folder.RunState) (orchestrator.Options, error) {
-	if opts.Model == "" {
-		opts.Model = st.Model
+// remembered is opts with the run options not given taken from those the
+// trajectory's run.json recorded (orchestrator.OptionsOf, Inherit).
+func remembered(opts orchestrator.Options, given orchestrator.Given, st folder.RunState) (orchestrator.Options, error) {
+	rec, err := orchestrator.OptionsOf(st)
+	if err != nil {
+		return opts, err
 	}
-	if opts.MaxParts <= 0 {
-		opts.MaxParts = st.MaxParts
-	}
-	if opts.Timeout <= 0 && st.TimeoutSec > 0 {
-		opts.Timeout = secondsDuration(st.TimeoutSec)
-	}
-	if opts.Script == "" && opts.Model == st.Model {
-		opts.Script = st.Script
-	}
-	if opts.BaseURL == "" && opts.Model == st.Model {
-		opts.BaseURL = st.BaseURL
-	}
-	if len(opts.APIKeyEnvs) == 0 {
-		opts.APIKeyEnvs = st.APIKeyEnvs
-	}
-	if opts.Agent == "" {
-		opts.Agent = st.Agent
-	}
-	if opts.AgentBin == "" && opts.Agent == st.Agent {
-		opts.AgentBin = st.HarnessBin
-	}
-	if opts.MaxTokens == 0 {
-		opts.MaxTokens = st.MaxTokens
-	}
-	if opts.MaxCost == 0 {
-		opts.MaxCost = st.MaxCost
-	}
-	if opts.Price == nil {
-		opts.Price = st.Price
-	}
-	if opts.TestsDir == "" {
-		opts.TestsDir = st.TestsDir
-	}
-	if len(st.Sandbox) > 0 {
-		var rec launch.SandboxOptions
-		if err := json.Unmarshal(st.Sandbox, &rec); err != nil {
-			return opts, fmt.Errorf("read the sandbox options in %s of %s: %w", store.RunStateName, st.TrajectoryID, err)
-		}
-		opts.Sandbox = opts.Sandbox.Or(rec)
-	}
-	return opts, nil
+	return orchestrator.Inherit(opts, given, rec, orchestrator.Inheritance{})
 }
 
 // restoreWorkspace makes the checkpoint history and the workspace hold the
@@ -202,5 +158,3 @@ func restoreWorkspace(ctx context.Context, l *folder.Located, lastCommit string,
 	}
 	return folder.NewestBundled(folder.LocalHistoryBundles(l.Dir)), nil
 }
-
-func secondsDuration(s int64) time.Duration { return time.Duration(s) * time.Second }

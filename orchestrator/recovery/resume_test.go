@@ -98,7 +98,7 @@ func TestResumeRemembersRunOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := remembered(tt.in, st)
+			got, err := remembered(tt.in, nil, st)
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v, %v\nwant %+v", got, err, tt.want)
 			}
@@ -107,7 +107,7 @@ func TestResumeRemembersRunOptions(t *testing.T) {
 	// A run.json whose sandbox options do not decode is refused, not
 	// resumed in another sandbox than the one it asked for.
 	st.Sandbox = json.RawMessage(`{"provider":3}`)
-	if _, err := remembered(orchestrator.Options{}, st); err == nil || !strings.Contains(err.Error(), "sandbox options") {
+	if _, err := remembered(orchestrator.Options{}, nil, st); err == nil || !strings.Contains(err.Error(), "sandbox options") {
 		t.Errorf("undecodable sandbox options: %v", err)
 	}
 }

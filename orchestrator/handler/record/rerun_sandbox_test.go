@@ -1,10 +1,14 @@
-package main
+package record
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
+	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store/ref"
@@ -17,6 +21,10 @@ import (
 // flag, so an edited or unisolated source is replayed isolated.
 func TestRerunSandboxProvider(t *testing.T) {
 	t.Parallel()
+	calls := filepath.Join(t.TempDir(), "model_calls.jsonl")
+	if err := os.WriteFile(calls, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, recorded, flag, want string
 	}{
@@ -30,22 +38,28 @@ func TestRerunSandboxProvider(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sb, _ := json.Marshal(map[string]any{"provider": c.recorded, "network": "gateways"})
-			src := &rerunSource{ref: &ref.Trajectory{ID: "src"}, calls: "model_calls.jsonl",
-				header: trace.Header{Agent: "opencode@1.0.0", Task: "c-compiler", AgentModel: "scripted/demo"},
-				state:  &folder.RunState{TaskSource: "builtin:c-compiler", Sandbox: sb}}
-			opts, err := src.options("src", "", t.TempDir(), c.flag)
+			src := &Source{Ref: &ref.Trajectory{ID: "src"}, Calls: calls, Parts: 3,
+				Header: trace.Header{Agent: "opencode@1.0.0", Task: "c-compiler", AgentModel: "scripted/demo"},
+				State:  &folder.RunState{TaskSource: "builtin:c-compiler", Sandbox: sb}}
+			rerun, err := src.rerunOptions(RerunRequest{Ref: "src", Sandbox: c.flag}, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if opts.Sandbox.Provider != c.want {
-				t.Fatalf("provider %q, want %q", opts.Sandbox.Provider, c.want)
+			fork, err := src.forkOptions(RunRequest{Fork: "src", AtPart: 3,
+				Options: orchestrator.Options{Sandbox: launch.SandboxOptions{Provider: c.flag}}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if string(opts.Sandbox.Network) != "gateways" {
-				t.Errorf("the source's other sandbox options were dropped: network %q", opts.Sandbox.Network)
-			}
-			// The fork takes the same options (forkOptions: base.Sandbox.Provider).
-			if c.flag == "" && opts.Sandbox.Provider == sandbox.ProviderLocal {
-				t.Fatal("local chosen without --sandbox local")
+			for what, opts := range map[string]orchestrator.Options{"rerun": rerun, "fork": fork} {
+				if opts.Sandbox.Provider != c.want {
+					t.Fatalf("%s: provider %q, want %q", what, opts.Sandbox.Provider, c.want)
+				}
+				if string(opts.Sandbox.Network) != "gateways" {
+					t.Errorf("%s: the source's other sandbox options were dropped: network %q", what, opts.Sandbox.Network)
+				}
+				if c.flag == "" && opts.Sandbox.Provider == sandbox.ProviderLocal {
+					t.Fatalf("%s: local chosen without --sandbox local", what)
+				}
 			}
 		})
 	}
