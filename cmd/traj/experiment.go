@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator/batch"
 	"github.com/trajlab/traj/orchestrator/experiment"
-	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/trace/store"
 )
 
@@ -168,7 +168,7 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	idx := c.Index
 	if idx < 0 {
-		i, ok, err := scheduler.TaskIndex(os.Getenv)
+		i, ok, err := batch.TaskIndex(os.Getenv)
 		if err != nil {
 			return &exitError{2, err}
 		}
