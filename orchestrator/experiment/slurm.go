@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,6 +160,68 @@ func SbatchResources(s *Spec) []string {
 		args = append(args, "--account="+s.Slurm.Account)
 	}
 	return append(args, s.Slurm.Args...)
+}
+
+// Slots inspects every cell's slot.
+func Slots(ctx context.Context, w *Where, s *Spec) ([]*Slot, error) {
+	var slots []*Slot
+	for _, cell := range s.Cells() {
+		slot, err := Inspect(ctx, w, s, cell)
+		if err != nil {
+			return nil, err
+		}
+		slots = append(slots, slot)
+	}
+	return slots, nil
+}
+
+// WriteQueue writes to out the scheduler's view of the cells queued or
+// running, when the experiment went to Slurm; a queue that cannot be read
+// is a line on errOut, not an error (the store's view still shows).
+func WriteQueue(ctx context.Context, out, errOut io.Writer, w *Where, s *Spec, slots []*Slot) error {
+	subs, err := Submissions(w, s)
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	q, err := QueueState(ctx, w, s)
+	if err != nil {
+		fmt.Fprintf(errOut, "traj: slurm queue unavailable: %v\n", err)
+		return nil
+	}
+	fmt.Fprintf(out, "slurm: %d submissions (last job %s), %d tasks queued or running\n", len(subs), subs[len(subs)-1].JobID, len(q))
+	for _, slot := range slots {
+		if st, ok := q[slot.Cell.Index]; ok {
+			fmt.Fprintf(out, "  %s\t%s\n", slot.Cell.ID, st)
+		}
+	}
+	return nil
+}
+
+// TaskCell is the cell an array task runs: the task's index (index < 0:
+// SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX from getenv), through
+// cellsFile's lines when given (Slurm).
+func TaskCell(s *Spec, cellsFile string, index int, getenv func(string) string) (Cell, error) {
+	if index < 0 {
+		i, ok, err := batch.TaskIndex(getenv)
+		if err != nil {
+			return Cell{}, err
+		}
+		if !ok {
+			return Cell{}, errors.New("no task index: give --index, or run as a Slurm array task or an Indexed Job pod")
+		}
+		index = i
+	}
+	if cellsFile != "" {
+		var err error
+		if index, err = CellOfTask(cellsFile, index); err != nil {
+			return Cell{}, err
+		}
+	}
+	cells := s.Cells()
+	if index < 0 || index >= len(cells) {
+		return Cell{}, fmt.Errorf("cell %d: the spec has %d", index, len(cells))
+	}
+	return cells[index], nil
 }
 
 // CellOfTask is the cell an array task runs: line index of cellsFile.
