@@ -2,7 +2,11 @@
 // `traj replay evaluate --executor slurm` submits an sbatch array, and
 // `--executor kube` writes a Kubernetes Indexed Job, whose task i runs
 // `traj replay evaluate-task` on its share of the trees, against the
-// store's evaluation cache (replay.Share).
+// store's evaluation cache (replay.Share). Run is the submitter's whole
+// flow (submit, or wait for an earlier run's array still queued; wait;
+// name the tasks that failed; or, detached, a report job after the
+// array), RunTask a task's; the command only maps its flags to a Request
+// or a Task. Arrays go through orchestrator/batch.
 //
 // The promises, and what keeps them:
 //   - Every tree once: the submitter lists the trees the cache lacks, in
