@@ -52,8 +52,8 @@ func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *sourc
 		Source: evalarray.Source{ID: t.ID, Ref: ref, Store: c.Store, Trace: c.Trace, Bundle: c.Bundle, TestsDir: c.TestsDir,
 			Tests: opts.TestPaths, Sandbox: ev.Provider, Workers: c.Workers},
 		Work: c.WorkDir, Partition: c.Partition, Sbatch: c.SlurmOpt, Poll: c.Poll, Detach: c.Detach, Output: c.Output, StoreOnly: c.StoreOnly,
-		Kube:     batch.Kube{Namespace: c.Namespace, Image: c.Image, StoreClaim: c.StoreClaim, Secret: c.Secret},
-		Manifest: c.Manifest, Stdout: g.Stdout, Stderr: g.Stderr, Logger: g.Logger})
+		Kube: batch.Kube{Namespace: c.Namespace, Image: c.Image, StoreClaim: c.StoreClaim, Secret: c.Secret}, Manifest: c.Manifest,
+		Stdout: g.Stdout, Stderr: g.Stderr, Logger: g.Logger})
 	if err != nil || !report {
 		return usageExit(err)
 	}
@@ -82,20 +82,17 @@ type ReplayEvaluateTaskCmd struct {
 
 func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
 	task := evalarray.Task{Trees: c.Trees, Tasks: c.TaskCount, Index: c.Index, ReportDir: c.ReportDir, FaultHalt: c.FaultHalt, Stderr: g.Stderr}
-	var t *source.Trajectory
-	err := evalarray.RunTask(ctx, task, func(progress func(replay.Progress)) (share *replay.Share, err error) {
-		if t, err = c.openWith(ctx, g, source.Request{Read: source.TraceHeader, LazyHistory: true}); err != nil {
-			return nil, err
+	return usageExit(evalarray.RunTask(ctx, task, func(progress func(replay.Progress)) (*replay.Share, io.Closer, error) {
+		t, err := c.openWith(ctx, g, source.Request{Read: source.TraceHeader, LazyHistory: true})
+		if err != nil {
+			return nil, nil, err
 		}
 		ev, opts, err := c.clusterEvaluator(ctx, g, t)
 		if err != nil {
-			return nil, err
+			return nil, t, err
 		}
 		opts.Progress = progress
-		return evalarray.NewShare(ctx, t, ev, opts)
-	})
-	if t != nil {
-		t.Close()
-	}
-	return usageExit(err)
+		share, err := evalarray.NewShare(ctx, t, ev, opts)
+		return share, t, err
+	}))
 }

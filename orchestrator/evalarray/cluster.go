@@ -325,11 +325,12 @@ type Task struct {
 	Stderr    io.Writer
 }
 
-// RunTask evaluates t's share of the trees. share builds the share of the
-// trajectory (opened once the task's own input is known good) with
-// progress as its options' Progress. Errors of the request match
+// RunTask evaluates t's share of the trees. share opens the trajectory
+// (once the task's own input is known good) and builds its share with
+// progress as its options' Progress; RunTask closes what it returns to
+// close (the trajectory) when done. Errors of the request match
 // replay.ErrUsage.
-func RunTask(ctx context.Context, t Task, share func(progress func(replay.Progress)) (*replay.Share, error)) error {
+func RunTask(ctx context.Context, t Task, share func(progress func(replay.Progress)) (*replay.Share, io.Closer, error)) error {
 	idx := t.Index
 	if idx < 0 {
 		i, ok, err := batch.TaskIndex(os.Getenv)
@@ -353,7 +354,7 @@ func RunTask(ctx context.Context, t Task, share func(progress func(replay.Progre
 	if err != nil {
 		return replay.UsageError("%v", err)
 	}
-	s, err := share(func(p replay.Progress) {
+	s, closer, err := share(func(p replay.Progress) {
 		if p.Commit != "" {
 			fmt.Fprintf(t.Stderr, "task %d: %d/%d trees done (commit %s)\n", idx, p.Done, p.Total, p.Commit)
 		}
@@ -363,6 +364,9 @@ func RunTask(ctx context.Context, t Task, share func(progress func(replay.Progre
 			<-ctx.Done()
 		}
 	})
+	if closer != nil {
+		defer closer.Close()
+	}
 	if err != nil {
 		return err
 	}
