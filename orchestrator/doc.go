@@ -35,7 +35,7 @@
 //	task         tasks: built-in or a task folder
 //	progress     status line, log lines, --json events
 //	experiment   many trajectories from one spec, locally or on a cluster
-//	scheduler    what the cluster executors share (Slurm, Indexed Job)
+//	batch        the one way to submit an array (Slurm, Kubernetes)
 //	evalarray    one trajectory's evaluation spread over a cluster array
 //	synth        a synthetic trajectory (traj trace synth)
 //	agenttest    an in-memory harness behind the agent port (engine tests)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trajlab/traj/sandbox/image"
 	"github.com/trajlab/traj/sandbox/xec"
+	"github.com/trajlab/traj/trace"
 )
 
 // Action is one short command run in a sandbox of its own: an
@@ -186,7 +187,7 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	}
 	script := actionRlimits + joinScript(procs)
 	if a.deny != nil {
-		script += " 9<" + shQuote(a.deny.filter) // bwrap --seccomp 9
+		script += " 9<" + trace.ShellWord(a.deny.filter) // bwrap --seccomp 9
 	}
 	cmd := append(append([]string{"-c", script}, pre...), "--args", "3", "--", act.Path)
 	cmd = append(cmd, act.Args...)

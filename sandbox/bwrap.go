@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/sandbox/xec"
+	"github.com/trajlab/traj/trace"
 )
 
 // InsideUID and InsideGID are the agent's ids inside bwrap (a user
@@ -153,13 +154,11 @@ func (b *Bwrap) launch(ctx context.Context, spec ServiceSpec, args []string) (Se
 func joinScript(procs []string) string {
 	var sb strings.Builder
 	for _, p := range procs {
-		sb.WriteString("echo $$ > " + shQuote(p) + " && ")
+		sb.WriteString("echo $$ > " + trace.ShellWord(p) + " && ")
 	}
 	sb.WriteString(`exec "$@"`)
 	return sb.String()
 }
-
-func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // env is the allowlist, the sandbox's fixed PATH, HOME, USER and TMPDIR,
 // then the service's own variables. bwrap passes its environment to the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator/batch"
 	"github.com/trajlab/traj/orchestrator/experiment"
-	"github.com/trajlab/traj/orchestrator/scheduler"
 	"github.com/trajlab/traj/replay/evaluate"
 	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/trace/store"
@@ -125,15 +126,11 @@ func (c *ExperimentStatusCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	var slots []*experiment.Slot
-	for _, cell := range s.Cells() {
-		slot, err := experiment.Inspect(ctx, w, s, cell)
-		if err != nil {
-			return err
-		}
-		slots = append(slots, slot)
+	slots, err := experiment.Slots(ctx, w, s)
+	if err != nil {
+		return err
 	}
-	if err := printSlurmStatus(ctx, g, s, w, slots); err != nil {
+	if err := experiment.WriteQueue(ctx, g.Stdout, g.Stderr, w, s, slots); err != nil {
 		return err
 	}
 	return experiment.WriteSummary(g.Stdout, slots)
@@ -168,29 +165,10 @@ func (c *ExperimentTaskCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	idx := c.Index
-	if idx < 0 {
-		i, ok, err := scheduler.TaskIndex(os.Getenv)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		if ok {
-			idx = i
-		}
+	cell, err := experiment.TaskCell(s, c.Cells, c.Index, os.Getenv)
+	if err != nil {
+		return &exitError{2, err}
 	}
-	if idx < 0 {
-		return &exitError{2, errors.New("no task index: give --index, or run as a Slurm array task or an Indexed Job pod")}
-	}
-	if c.Cells != "" {
-		if idx, err = experiment.CellOfTask(c.Cells, idx); err != nil {
-			return &exitError{2, err}
-		}
-	}
-	cells := s.Cells()
-	if idx >= len(cells) {
-		return &exitError{2, fmt.Errorf("cell %d: the spec has %d", idx, len(cells))}
-	}
-	cell := cells[idx]
 	r := &experiment.Runner{Spec: s, Where: w, TrajBin: bin, Flags: flags, Logger: g.Logger,
 		Events: func(ev experiment.Event) {
 			switch ev.Kind {
@@ -243,13 +221,9 @@ func runSlurm(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment
 	if err := experiment.SaveRecord(ctx, w, s); err != nil {
 		return err
 	}
-	var slots []*experiment.Slot
-	for _, cell := range s.Cells() {
-		slot, err := experiment.Inspect(ctx, w, s, cell)
-		if err != nil {
-			return err
-		}
-		slots = append(slots, slot)
+	slots, err := experiment.Slots(ctx, w, s)
+	if err != nil {
+		return err
 	}
 	if s.Evaluate != nil {
 		evaluateUnevaluated(ctx, g, s, w, slots)
@@ -288,26 +262,6 @@ func evaluateUnevaluated(ctx context.Context, g *Globals, s *experiment.Spec, w 
 	}
 }
 
-// printSlurmStatus prints the scheduler's view of queued cells, if any.
-func printSlurmStatus(ctx context.Context, g *Globals, s *experiment.Spec, w *experiment.Where, slots []*experiment.Slot) error {
-	subs, err := experiment.Submissions(w, s)
-	if err != nil || len(subs) == 0 {
-		return err
-	}
-	q, err := experiment.QueueState(ctx, w, s)
-	if err != nil {
-		fmt.Fprintf(g.Stderr, "traj: slurm queue unavailable: %v\n", err)
-		return nil
-	}
-	fmt.Fprintf(g.Stdout, "slurm: %d submissions (last job %s), %d tasks queued or running\n", len(subs), subs[len(subs)-1].JobID, len(q))
-	for _, slot := range slots {
-		if st, ok := q[slot.Cell.Index]; ok {
-			fmt.Fprintf(g.Stdout, "  %s\t%s\n", slot.Cell.ID, st)
-		}
-	}
-	return nil
-}
-
 // ExperimentManifestCmd writes the experiment as a Kubernetes Indexed Job.
 type ExperimentManifestCmd struct {
 	specFlags
@@ -327,21 +281,22 @@ func (c *ExperimentManifestCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	objs, err := experiment.KubeManifest(s, text)
+	a, err := experiment.KubeArray(s, text)
 	if err != nil {
 		return &exitError{2, err}
 	}
-	y, err := objs.YAML()
+	if c.Out == "" {
+		_, err = batch.Submit(ctx, a, g.Stdout)
+		return err
+	}
+	var y bytes.Buffer
+	sub, err := batch.Submit(ctx, a, &y)
 	if err != nil {
 		return err
 	}
-	if c.Out == "" {
-		_, err = g.Stdout.Write(y)
-		return err
-	}
-	if err := os.WriteFile(c.Out, y, 0o644); err != nil {
+	if err := os.WriteFile(c.Out, y.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
-	fmt.Fprintf(g.Stdout, "wrote %s: Indexed Job %s with %d completions; kubectl apply -f %s\n", c.Out, objs.Job.Name, *objs.Job.Spec.Completions, c.Out)
+	fmt.Fprintf(g.Stdout, "wrote %s: Indexed Job %s with %d completions; kubectl apply -f %s, then %s\n", c.Out, sub.JobID, sub.Tasks, c.Out, sub.Poll)
 	return nil
 }

@@ -2,7 +2,11 @@
 // `traj replay evaluate --executor slurm` submits an sbatch array, and
 // `--executor kube` writes a Kubernetes Indexed Job, whose task i runs
 // `traj replay evaluate-task` on its share of the trees, against the
-// store's evaluation cache (replay.Share).
+// store's evaluation cache (replay.Share). Run is the submitter's whole
+// flow (submit, or wait for an earlier run's array still queued; wait;
+// name the tasks that failed; or, detached, a report job after the
+// array), RunTask a task's; the command only maps its flags to a Request
+// or a Task. Arrays go through orchestrator/batch.
 //
 // The promises, and what keeps them:
 //   - Every tree once: the submitter lists the trees the cache lacks, in
@@ -36,7 +40,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trajlab/traj/orchestrator/scheduler"
+	"github.com/trajlab/traj/orchestrator/batch"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/trace/atomicfile"
 )
@@ -113,14 +117,11 @@ func readReport(dir string, i int) (TaskReport, bool, error) {
 	return r, true, nil
 }
 
-// Submission is one sbatch array of an evaluation.
+// Submission is one sbatch array of an evaluation: batch's record, and
+// how many trees its tasks share.
 type Submission struct {
-	JobID string `json:"job_id"`
-	// Dir holds the trees file, the script, the tasks' logs and reports.
-	Dir         string `json:"dir"`
-	Tasks       int    `json:"tasks"`
-	Trees       int    `json:"trees"`
-	SubmittedAt string `json:"submitted_at"`
+	batch.Submission
+	Trees int `json:"trees"`
 }
 
 // submissionsName lists a work folder's submissions, oldest first.
@@ -128,18 +129,7 @@ const submissionsName = "submissions.json"
 
 // Submissions reads the submissions recorded in work.
 func Submissions(work string) ([]Submission, error) {
-	b, err := os.ReadFile(filepath.Join(work, submissionsName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	var subs []Submission
-	if err == nil {
-		err = json.Unmarshal(b, &subs)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read submissions: %w", err)
-	}
-	return subs, nil
+	return batch.Read[Submission](filepath.Join(work, submissionsName))
 }
 
 // Slurm is one submission's request.
@@ -175,26 +165,15 @@ func Submit(ctx context.Context, r Slurm) (*Submission, error) {
 		return nil, err
 	}
 	args := append(append([]string{}, r.TaskArgs...), "--trees", trees, "--tasks", strconv.Itoa(tasks), "--report-dir", dir)
-	script := "#!/bin/sh\n# traj replay evaluate " + r.Name + ": a share of the trees per array task\nexec " + scheduler.ShellJoin(args) + "\n"
-	scriptPath := filepath.Join(dir, "task.sh")
-	if err := os.WriteFile(scriptPath, []byte(script), 0o755); err != nil {
-		return nil, fmt.Errorf("write sbatch script: %w", err)
-	}
-	sargs := []string{fmt.Sprintf("--array=0-%d", tasks-1), "--job-name=traj-evaluate-" + r.Name,
-		"--output=" + filepath.Join(dir, "task-%a.out"), "--chdir=" + dir}
-	sargs = append(append(sargs, r.Sbatch...), scriptPath)
-	job, err := scheduler.Sbatch(ctx, sargs...)
+	bsub, err := batch.Submit(ctx, batch.Array{Executor: batch.Slurm, Name: "traj-evaluate-" + r.Name, Tasks: tasks, Command: args,
+		About: "traj replay evaluate " + r.Name + ": a share of the trees per array task",
+		Slurm: batch.SlurmOptions{Dir: dir, Log: filepath.Join(dir, "task-%a.out"), Chdir: dir, Options: r.Sbatch}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	sub := &Submission{JobID: job, Dir: dir, Tasks: tasks, Trees: len(r.Trees), SubmittedAt: time.Now().UTC().Format(time.RFC3339)}
-	subs, err := Submissions(r.Work)
-	if err != nil {
-		return sub, err
-	}
-	b, _ := json.MarshalIndent(append(subs, *sub), "", "  ")
-	if err := atomicfile.WriteBytes(filepath.Join(r.Work, submissionsName), b); err != nil {
-		return sub, fmt.Errorf("record submission %s: %w", job, err)
+	sub := &Submission{Submission: bsub, Trees: len(r.Trees)}
+	if err := batch.Append(filepath.Join(r.Work, submissionsName), *sub); err != nil {
+		return sub, fmt.Errorf("record submission %s: %w", sub.JobID, err)
 	}
 	return sub, nil
 }
@@ -243,7 +222,7 @@ func (t Tasks) Summary() string {
 
 // State asks squeue about sub's tasks and reads their reports.
 func State(ctx context.Context, sub Submission) (Tasks, error) {
-	states, err := scheduler.ArrayStates(ctx, []string{sub.JobID})
+	states, err := batch.ArrayStates(ctx, []string{sub.JobID})
 	if err != nil {
 		return Tasks{}, err
 	}
@@ -275,7 +254,7 @@ type Kube struct {
 	// Image holds traj and the test fixtures (TRAJ_TESTS_DIR).
 	Image string
 	// StoreClaim is the PersistentVolumeClaim of a folder store, mounted
-	// at scheduler.StoreMountPath; "" for an s3:// store.
+	// at batch.StoreMountPath; "" for an s3:// store.
 	StoreClaim string
 	// Secret is a Secret whose keys become the pods' environment (store
 	// credentials).
@@ -285,32 +264,35 @@ type Kube struct {
 	// TaskArgs follow `traj` in each pod; "--trees FILE --tasks N" are
 	// added.
 	TaskArgs  []string
-	Resources scheduler.Resources
+	Resources batch.Resources
 }
 
-// KubeManifest is a ConfigMap holding the trees file and an Indexed Job
-// with one completion per task, as one YAML manifest.
-func KubeManifest(k Kube) ([]byte, error) {
+// Array is the evaluation as a Kubernetes array: a ConfigMap holding the
+// trees file and an Indexed Job with one completion per task.
+func (k Kube) Array() (batch.Array, error) {
 	if len(k.Trees) == 0 {
-		return nil, errors.New("kubernetes manifest: no trees")
+		return batch.Array{}, errors.New("kubernetes manifest: no trees")
 	}
 	if k.Image == "" {
-		return nil, errors.New("kubernetes manifest: an image is required (traj and the test fixtures)")
+		return batch.Array{}, errors.New("kubernetes manifest: an image is required (traj and the test fixtures)")
 	}
 	tasks := min(max(k.Tasks, 1), len(k.Trees))
-	name := scheduler.KubeName("traj-evaluate-" + k.Name)
-	labels := map[string]string{"app.kubernetes.io/name": "traj", "app.kubernetes.io/component": "evaluate", "traj.dev/trajectory": scheduler.KubeName(k.Name)}
-	cm := scheduler.NewConfigMap(name+"-trees", k.Namespace, labels, map[string]string{TreesName: strings.Join(k.Trees, "\n") + "\n"})
-	const dir = "/etc/traj"
-	vol, mount := scheduler.ConfigMapVolume("trees", cm.Name, dir)
-	volumes, mounts := []scheduler.Volume{vol}, []scheduler.VolumeMount{mount}
-	if k.StoreClaim != "" {
-		vol, mount := scheduler.StoreClaim(k.StoreClaim)
-		volumes, mounts = append(volumes, vol), append(mounts, mount)
+	args := append(append([]string{}, k.TaskArgs...), "--trees", batch.FilesDir+"/"+TreesName, "--tasks", strconv.Itoa(tasks))
+	return batch.Array{Executor: batch.Kubernetes, Name: "traj-evaluate-" + k.Name, Tasks: tasks, Command: args,
+		Kube: batch.Kube{Namespace: k.Namespace, Component: "evaluate", Labels: map[string]string{"traj.dev/trajectory": batch.KubeName(k.Name)},
+			Image: k.Image, Files: map[string]string{TreesName: strings.Join(k.Trees, "\n") + "\n"}, FilesName: "trees",
+			StoreClaim: k.StoreClaim, BackoffPerIndex: 2, Resources: k.Resources, Secret: k.Secret}}, nil
+}
+
+// KubeManifest is Array's manifest as YAML.
+func KubeManifest(k Kube) ([]byte, error) {
+	a, err := k.Array()
+	if err != nil {
+		return nil, err
 	}
-	args := append(append([]string{}, k.TaskArgs...), "--trees", dir+"/"+TreesName, "--tasks", strconv.Itoa(tasks))
-	job := scheduler.IndexedJob{Name: name, Namespace: k.Namespace, Labels: labels, Image: k.Image, Args: args,
-		Completions: int32(tasks), Parallelism: int32(tasks), BackoffPerIndex: 2,
-		Volumes: volumes, Mounts: mounts, Resources: k.Resources, Secret: k.Secret}.Job()
-	return scheduler.YAML(cm, job)
+	objs, err := batch.Manifest(a)
+	if err != nil {
+		return nil, err
+	}
+	return objs.YAML()
 }

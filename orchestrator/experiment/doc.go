@@ -6,6 +6,11 @@
 // Indexed Job (a manifest). It talks to `traj run` and the store only,
 // never to the orchestrator's internals: a Slurm task and the local
 // executor do exactly the same thing for their slot (Runner.Advance).
+// The cluster executors describe the experiment as a batch.Array
+// (SubmitSlurm: the slots that need work; KubeArray: one index per cell)
+// and submit it through orchestrator/batch; slurm.json logs
+// batch.Submission records with the cells of each. A task finds its cell
+// with TaskCell.
 //
 // # The spec
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 	batchv1 "k8s.io/api/batch/v1"
 
-	"github.com/trajlab/traj/orchestrator/scheduler"
+	"github.com/trajlab/traj/orchestrator/batch"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -50,7 +50,7 @@ func TestKubeManifest(t *testing.T) {
 	if j.Name != "traj-sweep-1" || j.Namespace != "research" {
 		t.Errorf("job name %q in %q", j.Name, j.Namespace)
 	}
-	if *j.Spec.CompletionMode != scheduler.CompletionIndexed || *j.Spec.Completions != 6 || *j.Spec.Parallelism != 4 {
+	if *j.Spec.CompletionMode != batch.CompletionIndexed || *j.Spec.Completions != 6 || *j.Spec.Parallelism != 4 {
 		t.Errorf("indexed job: mode %v completions %d parallelism %d", *j.Spec.CompletionMode, *j.Spec.Completions, *j.Spec.Parallelism)
 	}
 	if *j.Spec.BackoffLimitPerIndex != 2 {
@@ -60,17 +60,17 @@ func TestKubeManifest(t *testing.T) {
 		t.Errorf("deadline %d, want %d", *j.Spec.ActiveDeadlineSeconds, want)
 	}
 	pod := j.Spec.Template.Spec
-	if pod.RestartPolicy != scheduler.RestartNever || len(pod.Containers) != 1 {
+	if pod.RestartPolicy != batch.RestartNever || len(pod.Containers) != 1 {
 		t.Fatalf("pod: %+v", pod)
 	}
 	c := pod.Containers[0]
 	if c.Image != "registry.example/traj:v2" || strings.Join(append(c.Command, c.Args...), " ") != "traj experiment task /etc/traj/spec.yaml" {
 		t.Errorf("container runs %v %v from %s", c.Command, c.Args, c.Image)
 	}
-	if q := c.Resources.Limits[scheduler.ResourceMemory]; q != "4Gi" {
+	if q := c.Resources.Limits[batch.ResourceMemory]; q != "4Gi" {
 		t.Errorf("memory limit %s", q)
 	}
-	if q := c.Resources.Requests[scheduler.ResourceCPU]; q != "2" {
+	if q := c.Resources.Requests[batch.ResourceCPU]; q != "2" {
 		t.Errorf("cpu request %s", q)
 	}
 	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef.Name != "model-keys" {

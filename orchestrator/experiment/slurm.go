@@ -2,18 +2,16 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/trajlab/traj/orchestrator/scheduler"
-	"github.com/trajlab/traj/trace/atomicfile"
+	"github.com/trajlab/traj/orchestrator/batch"
 )
 
 // Slurm executor: one `sbatch --array` job per submission, whose task i
@@ -24,10 +22,10 @@ import (
 // store. Submissions are recorded in <work>/experiments/<name>/slurm.json
 // so status and the next submission can ask squeue about them.
 
-// Submission is one sbatch array job.
+// Submission is one sbatch array job: batch's record, and the cells its
+// tasks run.
 type Submission struct {
-	JobID       string `json:"job_id"`
-	SubmittedAt string `json:"submitted_at"`
+	batch.Submission
 	// Cells maps array index → cell index.
 	Cells []int `json:"cells"`
 	// CellsFile is the file the tasks read their cell from.
@@ -40,18 +38,7 @@ func submissionsPath(w *Where, s *Spec) string {
 
 // Submissions reads the experiment's recorded sbatch submissions.
 func Submissions(w *Where, s *Spec) ([]Submission, error) {
-	b, err := os.ReadFile(submissionsPath(w, s))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read slurm submissions: %w", err)
-	}
-	var subs []Submission
-	if err := json.Unmarshal(b, &subs); err != nil {
-		return nil, fmt.Errorf("read slurm submissions %s: %w", submissionsPath(w, s), err)
-	}
-	return subs, nil
+	return batch.Read[Submission](submissionsPath(w, s))
 }
 
 // QueueState is the scheduler's state of each cell that has a queued or
@@ -67,7 +54,7 @@ func QueueState(ctx context.Context, w *Where, s *Spec) (map[int]string, error) 
 		byJob[sub.JobID] = sub
 		ids = append(ids, sub.JobID)
 	}
-	queued, err := scheduler.ArrayStates(ctx, ids)
+	queued, err := batch.ArrayStates(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -84,9 +71,9 @@ func QueueState(ctx context.Context, w *Where, s *Spec) (map[int]string, error) 
 }
 
 // SubmitSlurm submits one array job for the slots that need work and are
-// not queued or running already. It returns nil when nothing needs work.
-// specPath must be reachable from the compute nodes (a shared folder), as
-// must the store and the traj binary.
+// not queued or running already, and records it. It returns nil when
+// nothing needs work. The spec, the store and the traj binary must be
+// reachable from the compute nodes (a shared folder).
 func SubmitSlurm(ctx context.Context, r *Runner, slots []*Slot, storeOverride string) (*Submission, error) {
 	s, w := r.Spec, r.Where
 	queued, err := QueueState(ctx, w, s)
@@ -106,7 +93,8 @@ func SubmitSlurm(ctx context.Context, r *Runner, slots []*Slot, storeOverride st
 		return nil, nil
 	}
 	dir := filepath.Join(w.LocalDir(s.Name), "slurm")
-	if err := os.MkdirAll(filepath.Join(w.LocalDir(s.Name), "logs"), 0o755); err != nil {
+	logs := filepath.Join(w.LocalDir(s.Name), "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return nil, fmt.Errorf("make slurm folder: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -129,35 +117,20 @@ func SubmitSlurm(ctx context.Context, r *Runner, slots []*Slot, storeOverride st
 	if storeOverride != "" {
 		taskArgs = append(taskArgs, "--store", storeOverride)
 	}
-	script := "#!/bin/sh\n# traj experiment " + s.Name + ": one trajectory slot per array task\nexec " + scheduler.ShellJoin(taskArgs) + "\n"
-	scriptPath := filepath.Join(dir, tag+".sh")
-	if err := os.WriteFile(scriptPath, []byte(script), 0o755); err != nil {
-		return nil, fmt.Errorf("write sbatch script: %w", err)
-	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	array := fmt.Sprintf("0-%d", len(cells)-1)
-	if s.Slurm.MaxActive > 0 {
-		array += "%" + strconv.Itoa(s.Slurm.MaxActive)
-	}
-	args := []string{"--array=" + array, "--job-name=traj-" + s.Name,
-		"--output=" + filepath.Join(w.LocalDir(s.Name), "logs", "slurm-%A_%a.out"), "--chdir=" + cwd}
-	args = append(args, SbatchResources(s)...)
-	args = append(args, scriptPath)
-	job, err := scheduler.Sbatch(ctx, args...)
+	bsub, err := batch.Submit(ctx, batch.Array{Executor: batch.Slurm, Name: "traj-" + s.Name, Tasks: len(cells), Command: taskArgs,
+		About: "traj experiment " + s.Name + ": one trajectory slot per array task",
+		Slurm: batch.SlurmOptions{Dir: dir, Script: tag + ".sh", Log: filepath.Join(logs, "slurm-%A_%a.out"), Chdir: cwd,
+			MaxActive: s.Slurm.MaxActive, Options: SbatchResources(s)}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	sub := &Submission{JobID: job, SubmittedAt: time.Now().UTC().Format(time.RFC3339), Cells: cells, CellsFile: cellsFile}
-	subs, err := Submissions(w, s)
-	if err != nil {
-		return nil, err
-	}
-	b, _ := json.MarshalIndent(append(subs, *sub), "", "  ")
-	if err := atomicfile.WriteBytes(submissionsPath(w, s), b); err != nil {
-		return sub, fmt.Errorf("record submission %s: %w", job, err)
+	sub := &Submission{Submission: bsub, Cells: cells, CellsFile: cellsFile}
+	if err := batch.Append(submissionsPath(w, s), *sub); err != nil {
+		return sub, fmt.Errorf("record submission %s: %w", sub.JobID, err)
 	}
 	return sub, nil
 }
@@ -187,6 +160,68 @@ func SbatchResources(s *Spec) []string {
 		args = append(args, "--account="+s.Slurm.Account)
 	}
 	return append(args, s.Slurm.Args...)
+}
+
+// Slots inspects every cell's slot.
+func Slots(ctx context.Context, w *Where, s *Spec) ([]*Slot, error) {
+	var slots []*Slot
+	for _, cell := range s.Cells() {
+		slot, err := Inspect(ctx, w, s, cell)
+		if err != nil {
+			return nil, err
+		}
+		slots = append(slots, slot)
+	}
+	return slots, nil
+}
+
+// WriteQueue writes to out the scheduler's view of the cells queued or
+// running, when the experiment went to Slurm; a queue that cannot be read
+// is a line on errOut, not an error (the store's view still shows).
+func WriteQueue(ctx context.Context, out, errOut io.Writer, w *Where, s *Spec, slots []*Slot) error {
+	subs, err := Submissions(w, s)
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	q, err := QueueState(ctx, w, s)
+	if err != nil {
+		fmt.Fprintf(errOut, "traj: slurm queue unavailable: %v\n", err)
+		return nil
+	}
+	fmt.Fprintf(out, "slurm: %d submissions (last job %s), %d tasks queued or running\n", len(subs), subs[len(subs)-1].JobID, len(q))
+	for _, slot := range slots {
+		if st, ok := q[slot.Cell.Index]; ok {
+			fmt.Fprintf(out, "  %s\t%s\n", slot.Cell.ID, st)
+		}
+	}
+	return nil
+}
+
+// TaskCell is the cell an array task runs: the task's index (index < 0:
+// SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX from getenv), through
+// cellsFile's lines when given (Slurm).
+func TaskCell(s *Spec, cellsFile string, index int, getenv func(string) string) (Cell, error) {
+	if index < 0 {
+		i, ok, err := batch.TaskIndex(getenv)
+		if err != nil {
+			return Cell{}, err
+		}
+		if !ok {
+			return Cell{}, errors.New("no task index: give --index, or run as a Slurm array task or an Indexed Job pod")
+		}
+		index = i
+	}
+	if cellsFile != "" {
+		var err error
+		if index, err = CellOfTask(cellsFile, index); err != nil {
+			return Cell{}, err
+		}
+	}
+	cells := s.Cells()
+	if index < 0 || index >= len(cells) {
+		return Cell{}, fmt.Errorf("cell %d: the spec has %d", index, len(cells))
+	}
+	return cells[index], nil
 }
 
 // CellOfTask is the cell an array task runs: line index of cellsFile.

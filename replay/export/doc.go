@@ -100,7 +100,7 @@
 // fresh strings), the walk ~12 %, decodePart ~8 %, process start ~60 ms
 // of ~320 ms (the jsonschema library's init, which compiles every draft's
 // meta-schema, ~7 ms of it and ~18 ms of CPU; the Kubernetes types are no
-// longer linked, orchestrator/scheduler/kubeapi.go). ATIF: a part's extra
+// longer linked, orchestrator/batch/kubeapi.go). ATIF: a part's extra
 // is marshalled on the decoders into a buffer sized for its verbatim
 // values (atifextra.go), and canonicalJSON (whether a raw value can be
 // copied as it is) searches with bytes.IndexByte; marshalling the entries

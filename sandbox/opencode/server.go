@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/trace"
 )
 
 // Readiness backoff for GET /global/health (as the reference platform's
@@ -399,19 +400,12 @@ func (s *Server) LogPath() string { return s.logPath }
 // the live session. It holds no secret: the password is read from the
 // 0600 password file when the command runs.
 func (s *Server) AttachCommand(sessionID string) string {
-	cmd := "OPENCODE_SERVER_PASSWORD=\"$(cat " + shellQuote(s.pwFile) + ")\" " +
-		shellQuote(s.binary) + " attach " + s.URL
+	cmd := "OPENCODE_SERVER_PASSWORD=\"$(cat " + trace.ShellWord(s.pwFile) + ")\" " +
+		trace.ShellWord(s.binary) + " attach " + s.URL
 	if sessionID != "" {
-		cmd += " --session " + shellQuote(sessionID)
+		cmd += " --session " + trace.ShellWord(sessionID)
 	}
 	return cmd
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func newPassword() (string, error) {

@@ -1,11 +1,4 @@
-// Package scheduler is what traj's cluster executors share: the Slurm
-// commands (sbatch, squeue, scancel) run through sandbox/xec, and a
-// Kubernetes Indexed Job whose pod i takes index i from
-// JOB_COMPLETION_INDEX, as a Slurm array task takes it from
-// SLURM_ARRAY_TASK_ID. Experiments (one trajectory slot per task) and
-// `traj replay evaluate --executor slurm|kube` (a share of a trajectory's
-// trees per task) build on it.
-package scheduler
+package batch
 
 import (
 	"bufio"
@@ -18,6 +11,9 @@ import (
 
 	"github.com/trajlab/traj/sandbox/xec"
 )
+
+// Slurm: the commands (sbatch, squeue) run through sandbox/xec, each
+// bounded in time and output.
 
 // Command runs a scheduler command through sandbox/xec (its own process
 // group, killed whole after Timeout) and returns its stdout; stderr goes
@@ -47,8 +43,8 @@ const (
 	outputLimit = 64 << 20
 )
 
-// Sbatch submits with `sbatch --parsable args…` and returns the job id.
-func Sbatch(ctx context.Context, args ...string) (string, error) {
+// sbatch submits with `sbatch --parsable args…` and returns the job id.
+func sbatch(ctx context.Context, args ...string) (string, error) {
 	out, err := Command(ctx, "sbatch", append([]string{"--parsable"}, args...)...)
 	if err != nil {
 		return "", err
@@ -129,29 +125,4 @@ func arrayRange(s string) (lo, hi int, ok bool) {
 	lo, err1 := strconv.Atoi(a)
 	hi, err2 := strconv.Atoi(b)
 	return lo, hi, err1 == nil && err2 == nil && lo <= hi
-}
-
-// ShellJoin quotes args as one sh command line.
-func ShellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
-}
-
-// TaskIndex is this process's index in its array: SLURM_ARRAY_TASK_ID
-// (a Slurm array task) or JOB_COMPLETION_INDEX (an Indexed Job pod); ok
-// is false when neither is set.
-func TaskIndex(getenv func(string) string) (index int, ok bool, err error) {
-	for _, env := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
-		if v := getenv(env); v != "" {
-			i, err := strconv.Atoi(v)
-			if err != nil || i < 0 {
-				return 0, false, fmt.Errorf("%s=%q: not an index", env, v)
-			}
-			return i, true, nil
-		}
-	}
-	return 0, false, nil
 }
