@@ -248,9 +248,16 @@ func (r Request) wait(ctx context.Context, share *replay.Share, sub Submission) 
 	total := len(share.Plan.Trees)
 	last := ""
 	poll := max(r.Poll, 100*time.Millisecond)
+	stopped := func() error {
+		return fmt.Errorf("wait for job array %s (it goes on; run the command again to wait for it): %w", sub.JobID, ctx.Err())
+	}
 	for {
 		tasks, err := State(ctx, sub)
 		if err != nil {
+			if ctx.Err() != nil {
+				// Stopped while squeue ran: the array goes on all the same.
+				return tasks, stopped()
+			}
 			return tasks, err
 		}
 		line := fmt.Sprintf("trees cached %d/%d · %s", total-len(share.Missing(ctx, nil)), total, tasks.Summary())
@@ -263,7 +270,7 @@ func (r Request) wait(ctx context.Context, share *replay.Share, sub Submission) 
 		}
 		select {
 		case <-ctx.Done():
-			return tasks, fmt.Errorf("wait for job array %s (it goes on; run the command again to wait for it): %w", sub.JobID, ctx.Err())
+			return tasks, stopped()
 		case <-time.After(poll):
 		}
 	}
