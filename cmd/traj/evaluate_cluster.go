@@ -310,91 +310,11 @@ type ReplayEvaluateTaskCmd struct {
 	FaultHalt string `name:"fault-halt" hidden:"" env:"TRAJ_FAULT_TASK_HALT" help:"Failure injection: T:N makes task T stop after N trees and wait to be killed."`
 }
 
-// faultHalt parses --fault-halt: how many trees task idx evaluates before
-// it halts, 0 when it does not.
-func faultHalt(spec string, idx int) (int, error) {
-	if spec == "" {
-		return 0, nil
-	}
-	task, trees, ok := strings.Cut(spec, ":")
-	t, terr := strconv.Atoi(task)
-	n, nerr := strconv.Atoi(trees)
-	if !ok || terr != nil || nerr != nil || t < 0 || n < 1 {
-		return 0, fmt.Errorf("--fault-halt %q: want TASK:TREES, e.g. 1:1", spec)
-	}
-	if t != idx {
-		return 0, nil
-	}
-	return n, nil
-}
-
 func (c *ReplayEvaluateTaskCmd) Run(ctx context.Context, g *Globals) error {
-	idx := c.Index
-	if idx < 0 {
-		i, ok, err := scheduler.TaskIndex(os.Getenv)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		if !ok {
-			return &exitError{2, errors.New("no task index: give --index, or run as a Slurm array task or an Indexed Job pod")}
-		}
-		idx = i
-	}
-	trees, err := evalarray.ReadTrees(c.Trees)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	mine, err := evalarray.Mine(trees, c.TaskCount, idx)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	halt, err := faultHalt(c.FaultHalt, idx)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	t, err := c.openWith(ctx, g, source.Request{Read: source.TraceHeader, LazyHistory: true})
-	if err != nil {
-		return err
-	}
-	defer t.Close()
 	req, err := c.evalFlags.request(g, c.replaySource)
 	if err != nil {
 		return err
 	}
-	e, err := evaluate.Shared(ctx, t, req)
-	if err != nil {
-		return usageExit(err)
-	}
-	ev, opts := e.Evaluator, e.Options
-	opts.Progress = func(p replay.Progress) {
-		if p.Commit != "" {
-			fmt.Fprintf(g.Stderr, "task %d: %d/%d trees done (commit %s)\n", idx, p.Done, p.Total, p.Commit)
-		}
-		if halt > 0 && p.Done >= halt {
-			// The worker calls Progress before it takes its next tree.
-			fmt.Fprintf(g.Stderr, "task %d: halted after %d trees (--fault-halt): waiting to be killed\n", idx, p.Done)
-			<-ctx.Done()
-		}
-	}
-	parts, commits, err := replay.PartCommitsAt(t.TracePath)
-	if err != nil {
-		return fmt.Errorf("plan evaluation of %s: %w", t.ID, err)
-	}
-	share, err := replay.NewShare(ctx, t.ID, parts, commits, t.History, ev, opts)
-	if err != nil {
-		return err
-	}
-	stats, evalErr := share.Evaluate(ctx, mine)
-	fmt.Fprintf(g.Stderr, "task %d of %d: %d trees, %d already in the cache, %d evaluated, %d failed\n",
-		idx, c.TaskCount, stats.Given, stats.Cached, stats.Evaluated, stats.Failed)
-	if c.ReportDir != "" && ctx.Err() == nil {
-		r := evalarray.TaskReport{Task: idx, ShareStats: stats}
-		if evalErr != nil {
-			r.Error = evalErr.Error()
-		}
-		if err := evalarray.WriteReport(c.ReportDir, r); err != nil {
-			return err
-		}
-	}
-	return evalErr
+	return usageExit(evalarray.RunTask(ctx, evalarray.Task{Evaluate: req, Trees: c.Trees, Tasks: c.TaskCount, Index: c.Index,
+		ReportDir: c.ReportDir, FaultHalt: c.FaultHalt}))
 }
