@@ -1,8 +1,8 @@
 // Package evalarray spreads one trajectory's evaluation over a cluster:
 // `traj replay evaluate --executor slurm` submits an sbatch array, and
 // `--executor kube` writes a Kubernetes Indexed Job, whose task i runs
-// `traj replay evaluate-task` on its share of the trees, against the
-// store's evaluation cache (replay.Share).
+// `traj replay evaluate-task` (RunTask) on its share of the trees,
+// against the store's evaluation cache (replay.Share).
 //
 // The promises, and what keeps them:
 //   - Every tree once: the submitter lists the trees the cache lacks, in
