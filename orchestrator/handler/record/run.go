@@ -103,10 +103,10 @@ func Run(ctx context.Context, r RunRequest) (*RunResult, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	opts := r.Options
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if r.Options.Logger == nil {
+		r.Options.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts := r.Options
 	var res *orchestrator.Result
 	var err error
 	var src *Source
