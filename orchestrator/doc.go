@@ -17,6 +17,11 @@
 // Options.Rerun (the source's model calls played behind the model
 // gateway).
 //
+// Run options and run.json are mapped once each way (options.go:
+// RunStateOf, which Record writes, and OptionsOf) and merged once
+// (Inherit: an option given is the caller's, one not given the recorded
+// run's, defaults last), for resume, rerun and fork alike.
+//
 // Scoring never happens in the agent's sandbox (scoring.go): the agent's
 // run_tests goes through the tool gateway to an evaluation sandbox on a
 // snapshot of the workspace, and every checkpoint is scored in the
@@ -28,6 +33,8 @@
 //	folder       the trajectory folder: run.json, locate, history bundles,
 //	             closing the trace, the objects to upload (names: trace/store)
 //	recovery     resume, finalize, sync, on top of the folder
+//	handler/record  the handlers of traj run (new, resume, fork) and
+//	             traj replay rerun: requests in, the workflow, results out
 //	launch       the services: scripted model, model and tool gateways,
 //	             harness, the run's sandbox; preflight checks
 //	groundtruth  scoring checkpoints and run_tests in evaluation sandboxes

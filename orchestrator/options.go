@@ -99,7 +99,8 @@ type Inheritance struct {
 	Untrusted bool
 	// Playback: every model call is answered from the source's record (a
 	// rerun), so no endpoint (script, base URL, API-key variables) is
-	// taken.
+	// taken, nor the harness binary: a rerun runs the harness traj run
+	// would find, and its version check says when it is another.
 	Playback bool
 }
 
@@ -151,7 +152,7 @@ func Inherit(o Options, given Given, rec Options, how Inheritance) (Options, err
 	if !how.Playback && !given.Has("api-key-env", len(o.APIKeyEnvs) > 0) {
 		o.APIKeyEnvs = rec.APIKeyEnvs
 	}
-	if !given.Has("agent-bin", o.AgentBin != "") && rec.AgentBin != "" {
+	if !how.Playback && !given.Has("agent-bin", o.AgentBin != "") && rec.AgentBin != "" {
 		if _, err := os.Stat(rec.AgentBin); err == nil || !how.Untrusted {
 			o.AgentBin = rec.AgentBin
 		}

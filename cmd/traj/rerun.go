@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/trajlab/traj/orchestrator/handler/record"
@@ -34,11 +33,8 @@ type ReplayRerunCmd struct {
 func (c *ReplayRerunCmd) Run(ctx context.Context, g *Globals) error {
 	req := record.RerunRequest{Ref: c.Ref, UntilPart: c.UntilPart, Store: c.Store, WorkDir: c.WorkDir, TrajectoryID: c.TrajectoryID,
 		AllowOtherVersion: c.AllowOtherVersion, AgentBin: c.AgentBin, TestsDir: c.TestsDir, Timeout: c.Timeout, Sandbox: c.Sandbox,
-		Output: c.Output, Logger: g.Logger, Reporter: progress.Log{L: g.Logger}, Notes: g.Stdout}
-	if c.Quiet {
-		req.Logger = slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: max(g.LogLevel, slog.LevelWarn)}))
-		req.Reporter = nil
-	}
+		Output: c.Output, Notes: g.Stdout}
+	req.Reporter, req.Logger, _ = progress.View{Quiet: c.Quiet, Stderr: g.Stderr, Level: g.LogLevel, Logger: g.Logger}.Open()
 	res, err := record.Rerun(ctx, req)
 	if res == nil {
 		if bad := (*record.BadRequest)(nil); errors.As(err, &bad) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -71,27 +69,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, kctx *kong.Context) error 
 	if err != nil {
 		return &exitError{2, err}
 	}
-	// Below the status line (and with --quiet) only warnings are logged:
-	// the line is the progress.
-	quietLog := func(w io.Writer) *slog.Logger {
-		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: max(g.LogLevel, slog.LevelWarn)}))
-	}
-	var line *progress.Line
-	switch {
-	case c.JSON:
-		req.Options.Reporter = progress.NewJSON(g.Stdout)
-	case c.Quiet:
-		req.Options.Logger = quietLog(g.Stderr)
-	case isTerminal(g.Stderr):
-		line = progress.NewLine(g.Stderr)
-		req.Options.Reporter, req.Options.Logger = line, quietLog(line.LogWriter())
-	default:
-		req.Options.Reporter = progress.Log{L: g.Logger}
-	}
+	var closeView func()
+	req.Options.Reporter, req.Options.Logger, closeView = progress.View{JSON: c.JSON, Quiet: c.Quiet, Terminal: isTerminal(g.Stderr),
+		Stdout: g.Stdout, Stderr: g.Stderr, Level: g.LogLevel, Logger: g.Logger}.Open()
 	res, err := record.Run(ctx, req)
-	if line != nil {
-		line.Close()
-	}
+	closeView()
 	if res == nil {
 		if bad := (*record.BadRequest)(nil); errors.As(err, &bad) {
 			return &exitError{2, err}

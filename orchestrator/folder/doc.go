@@ -1,6 +1,7 @@
 // Package folder is a trajectory's local folder and everything named in
-// it: run.json (RunState), locating a trajectory recorded earlier
-// (Locate), the history bundles (written, listed, downloaded, cloned),
+// it: run.json (RunState; ReadRunState is its one reader, with one error
+// policy), locating a trajectory recorded earlier (Locate), the history
+// bundles (written, listed, downloaded, cloned),
 // closing the trace (repo.bundle, session_end, artifacts), and the objects
 // the folder holds for the store, uploaded trace last. Store keys and
 // object names come from trace/store's layout.

@@ -23,6 +23,10 @@
 // says which response changed the workspace otherwise. A source recorded
 // before the recorder deferred such checkpoints can differ at a part
 // whose response ran tools side by side: the report says where.
+//
+// The workflow around it (fetching the source, running the rerun or the
+// fork, saving rerun.json) is orchestrator/handler/record's; Report.Print
+// is the comparison for a reader.
 package rerun
 
 import (

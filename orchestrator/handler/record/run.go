@@ -103,10 +103,10 @@ func Run(ctx context.Context, r RunRequest) (*RunResult, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	opts := r.Options
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if r.Options.Logger == nil {
+		r.Options.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts := r.Options
 	var res *orchestrator.Result
 	var err error
 	var src *Source
@@ -147,11 +147,7 @@ func Run(ctx context.Context, r RunRequest) (*RunResult, error) {
 	return out, nil
 }
 
-// forkOptions are the run options of r's fork: what r gives, the rest
-// the source's (orchestrator.Inherit; the task and the harness always
-// are), then the defaults: a part budget of at least the inherited parts
-// and one more, an id <source>-fork<P>-<time>. An inherited script goes
-// on from where the source was at the fork point.
+// forkOptions opens r's fork source and makes the fork's run options.
 func forkOptions(ctx context.Context, r RunRequest) (*Source, orchestrator.Options, error) {
 	storeURL := location.Choose(r.Options.Store, os.Getenv)
 	src, err := OpenSource(ctx, r.Fork, storeURL)
@@ -166,7 +162,11 @@ func forkOptions(ctx context.Context, r RunRequest) (*Source, orchestrator.Optio
 	return src, opts, nil
 }
 
-// forkOptions are the run options of r's fork of src (see forkOptions).
+// forkOptions are the run options of r's fork of src: what r gives, the
+// rest the source's (orchestrator.Inherit; the task and the harness
+// always are), then the defaults: a part budget of at least the inherited
+// parts and one more, an id <source>-fork<P>-<time>. An inherited script
+// goes on from where the source was at the fork point.
 func (src *Source) forkOptions(r RunRequest) (orchestrator.Options, error) {
 	opts := r.Options
 	if r.AtPart > src.Parts {
