@@ -42,6 +42,21 @@ func UsageError(format string, args ...any) error {
 	return &usageErr{fmt.Sprintf(format, args...)}
 }
 
+// Usage marks err as caused by the request: errors.Is matches it with
+// ErrUsage, and it unwraps to err (nil stays nil).
+func Usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageWrap{err}
+}
+
+type usageWrap struct{ err error }
+
+func (e *usageWrap) Error() string        { return e.err.Error() }
+func (e *usageWrap) Unwrap() error        { return e.err }
+func (e *usageWrap) Is(target error) bool { return target == ErrUsage }
+
 type usageErr struct{ msg string }
 
 func (e *usageErr) Error() string        { return e.msg }

@@ -4,7 +4,8 @@
 // CLI harness's process per turn). Three providers implement one
 // interface, Sandbox; New picks one by name and Default picks bwrap where
 // it works, else container, and never local. Evaluations run in Actions
-// instead: a fresh sandbox per action (action.go).
+// instead: a fresh sandbox per action (action.go). `traj sandbox
+// check|image` are WriteCheck and MakeImage (check.go).
 //
 // # What each provider enforces
 //

@@ -1,7 +1,9 @@
 // Command traj runs coding-agent trajectories, records every agent part into
 // one trace, checkpoints the workspace in git, and replays trajectories
-// offline. This package parses flags and wires packages together; the logic
-// lives in orchestrator, replay, sandbox, environment and trace.
+// offline. This package maps each command's flags to a library handler's
+// request (orchestrator/handler/..., replay/evaluate, replay/report, ...)
+// and the handler's outcome to an exit status; the logic lives in
+// orchestrator, replay, sandbox, environment and trace.
 //
 // # What the test suite costs
 //

@@ -28,22 +28,6 @@ type clusterFlags struct {
 	Manifest   string        `type:"path" help:"kube: write the manifest here (default: stdout)."`
 }
 
-// request is req evaluated on the cluster f names: the cluster's part
-// is this command's (runCluster), the report a local evaluate's.
-func (f clusterFlags) request(g *Globals, req evaluate.Request) evaluate.Request {
-	c := &ReplayEvaluateCmd{
-		replaySource: replaySource{Ref: req.Source.Ref, Store: req.Source.StoreURL, Trace: req.Source.TracePath, Bundle: req.Source.BundlePath},
-		Output:       req.Output, StoreOnly: req.StoreOnly, HTML: req.HTML,
-		evalFlags:    evalFlags{Tests: req.Tests, Workers: req.Workers, TestsDir: req.TestsDir, Sandbox: req.Sandbox},
-		clusterFlags: f,
-	}
-	req.Executor = f.Executor
-	req.Cluster = func(ctx context.Context, t *source.Trajectory, e evaluate.Evaluation) error {
-		return c.runCluster(ctx, g, t, e)
-	}
-	return req
-}
-
 // runCluster evaluates t's trees the cache lacks on a cluster, then (Slurm)
 // writes the report from the cache as a local evaluate does.
 func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *source.Trajectory, e evaluate.Evaluation) error {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
+	"github.com/trajlab/traj/orchestrator/handler/experiment"
 	"github.com/trajlab/traj/replay/export"
 	"github.com/trajlab/traj/trace/store/location"
 )
@@ -32,43 +31,17 @@ func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
 		ValueCap: c.ValueCap, Full: c.Full, Prune: c.Prune, Workers: c.Workers, Version: versionString(), Logger: g.Logger,
 	}
 	if c.Experiment != "" {
-		x, err := openExperiment(ctx, g, c.Experiment, c.Store)
+		x, err := experiment.Find(ctx, c.Experiment, c.Store, g.Logger)
 		if err != nil {
-			return err
+			return usageExit(err)
 		}
-		opts.StoreURL = x.storeURL
-		for _, cell := range x.cells {
-			opts.StoreIDs = append(opts.StoreIDs, x.attemptIDs(cell)...)
-		}
+		opts.StoreURL, opts.StoreIDs = x.StoreURL, x.IDs()
 	} else if len(c.Refs) == 0 {
 		return &exitError{2, fmt.Errorf("name what to export: REF… or --experiment (REF: %s)", export.Forms)}
 	}
 	sum, err := export.Run(ctx, c.Refs, opts)
 	if sum != nil {
-		printExportSummary(g, sum)
+		sum.WriteText(g.Stdout)
 	}
 	return usageExit(err)
-}
-
-func printExportSummary(g *Globals, s *export.Summary) {
-	fmt.Fprintf(g.Stdout, "%s export in %s: %d exported, %d unchanged", s.Format, s.Out, s.Exported, s.Unchanged)
-	if s.Failed > 0 {
-		fmt.Fprintf(g.Stdout, ", %d failed", s.Failed)
-	}
-	if s.Pruned > 0 {
-		fmt.Fprintf(g.Stdout, ", %d pruned", s.Pruned)
-	}
-	fmt.Fprintf(g.Stdout, " (%s)\n", s.Duration.Round(1e6))
-	keys := make([]string, 0, len(s.Rows))
-	for k := range s.Rows {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, s.Rows[k]))
-	}
-	if len(parts) > 0 {
-		fmt.Fprintf(g.Stdout, "rows written: %s\n", strings.Join(parts, ", "))
-	}
 }

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/trajlab/traj/orchestrator/experiment"
-	"github.com/trajlab/traj/trace/store/location"
+	"github.com/trajlab/traj/orchestrator/handler/experiment"
 )
 
 // GCCmd removes sandbox folders of finalized trajectories.
@@ -26,45 +22,5 @@ and listed: resume them (traj run --resume ID) or finalize them (traj trace fina
 }
 
 func (c *GCCmd) Run(ctx context.Context, g *Globals) error {
-	w, err := experiment.Open(ctx, &experiment.Spec{Store: location.Choose(c.Store, os.Getenv), WorkDir: c.WorkDir}, "")
-	if err != nil {
-		return &exitError{2, err}
-	}
-	res, err := experiment.GC(ctx, w, c.DryRun)
-	if err != nil {
-		return err
-	}
-	var freed int64
-	kept := 0
-	for _, r := range res {
-		switch {
-		case r.Removed:
-			freed += r.Bytes
-			fmt.Fprintf(g.Stdout, "removed %s (%s)\n", r.Dir, humanBytes(r.Bytes))
-		case r.Kept == "":
-			freed += r.Bytes
-			fmt.Fprintf(g.Stdout, "would remove %s (%s)\n", r.Dir, humanBytes(r.Bytes))
-		default:
-			kept++
-			fmt.Fprintf(g.Stdout, "kept %s: %s\n", filepath.Base(r.Dir), r.Kept)
-		}
-	}
-	verb := "freed"
-	if c.DryRun {
-		verb = "would free"
-	}
-	fmt.Fprintf(g.Stdout, "%d sandboxes, %s %s, %d kept\n", len(res), verb, humanBytes(freed), kept)
-	return nil
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
+	return usageExit(experiment.GC(ctx, experiment.GCRequest{Store: c.Store, WorkDir: c.WorkDir, DryRun: c.DryRun, Stdout: g.Stdout}))
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/trajlab/traj/sandbox"
-	"github.com/trajlab/traj/sandbox/image"
 )
 
 // SandboxCmd groups the sandbox commands.
@@ -21,23 +19,7 @@ type SandboxCheckCmd struct {
 
 // Run prints each provider's state; it fails when no isolating provider works.
 func (c *SandboxCheckCmd) Run(ctx context.Context, g *Globals) error {
-	if err := sandbox.BwrapWorks(ctx); err != nil {
-		fmt.Fprintf(g.Stdout, "bwrap:     no: %v\n", err)
-	} else {
-		fmt.Fprintln(g.Stdout, "bwrap:     works")
-	}
-	if _, err := sandbox.ContainerWorks(ctx, c.Engine, ""); err != nil {
-		fmt.Fprintf(g.Stdout, "container: no: %v\n", err)
-	} else {
-		fmt.Fprintf(g.Stdout, "container: works (image %s)\n", image.Name())
-	}
-	fmt.Fprintln(g.Stdout, "local:     works (no isolation; only with --sandbox local)")
-	p, err := sandbox.Default(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(g.Stdout, "default:   %s\n", p)
-	return nil
+	return sandbox.WriteCheck(ctx, c.Engine, g.Stdout)
 }
 
 // SandboxImageCmd is traj sandbox image.
@@ -48,17 +30,5 @@ type SandboxImageCmd struct {
 
 // Run builds the image when missing (or always with --rebuild) and prints its name.
 func (c *SandboxImageCmd) Run(ctx context.Context, g *Globals) error {
-	e, _, err := sandbox.FindEngine(ctx, c.Engine)
-	if err != nil {
-		return err
-	}
-	if c.Rebuild {
-		if err := image.Build(ctx, e, sandbox.CacheDir(), g.Stderr); err != nil {
-			return err
-		}
-	} else if _, err := image.Ensure(ctx, e, sandbox.CacheDir(), g.Stderr); err != nil {
-		return err
-	}
-	fmt.Fprintln(g.Stdout, image.Name())
-	return nil
+	return sandbox.MakeImage(ctx, c.Engine, c.Rebuild, g.Stdout, g.Stderr)
 }

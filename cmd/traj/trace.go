@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
+	"os"
 
-	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/replay/inspect"
+	"github.com/trajlab/traj/trace/store/location"
 )
 
 // TraceCmd groups the commands that inspect a trace.
@@ -24,6 +22,10 @@ type traceRef struct {
 	Store string `help:"Store for trajectory ids: a folder, file:///path or s3://bucket/prefix (default ./runs or TRAJ_STORE)."`
 }
 
+func (r traceRef) request(g *Globals) inspect.Request {
+	return inspect.Request{Ref: r.Ref, Store: location.Choose(r.Store, os.Getenv), Stdout: g.Stdout, Logger: g.Logger}
+}
+
 // TraceShowCmd prints a trace summary.
 type TraceShowCmd struct {
 	traceRef
@@ -31,21 +33,7 @@ type TraceShowCmd struct {
 }
 
 func (c *TraceShowCmd) Run(ctx context.Context, g *Globals) error {
-	r, name, err := openTraceRef(ctx, g, c.Ref, c.Store)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	s, err := trace.Summarize(r)
-	if err != nil {
-		return fmt.Errorf("read trace %s: %w", name, err)
-	}
-	if c.JSON {
-		enc := json.NewEncoder(g.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
-	}
-	return s.WriteText(g.Stdout)
+	return usageExit(inspect.Show(ctx, c.request(g), c.JSON))
 }
 
 // TraceValidateCmd validates a trace. Exit status 1 when the trace breaks
@@ -56,38 +44,5 @@ type TraceValidateCmd struct {
 }
 
 func (c *TraceValidateCmd) Run(ctx context.Context, g *Globals) error {
-	r, name, err := openTraceRef(ctx, g, c.Ref, c.Store)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	probs := trace.Validate(r)
-	if len(probs) == 0 {
-		// Summarize reads the same file again (resolving the reference
-		// again could download or rebuild the trace a second time).
-		if _, err := r.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("read trace %s: %w", name, err)
-		}
-		s, err := trace.Summarize(r)
-		if err != nil {
-			return fmt.Errorf("read trace %s: %w", name, err)
-		}
-		end := s.EndReason
-		if end == "" {
-			end = "unfinished"
-		}
-		fmt.Fprintf(g.Stdout, "ok: %s: trajectory %s, schema %s, %d parts in %d turns, %s\n", trace.Printable(name),
-			trace.Printable(s.TrajectoryID), trace.Printable(s.SchemaVersion), s.Parts, s.Turns, trace.Printable(end))
-		return nil
-	}
-	if c.All {
-		for _, p := range probs {
-			fmt.Fprintln(g.Stdout, trace.Printable(p.String()))
-		}
-	}
-	more := ""
-	if len(probs) > 1 && !c.All {
-		more = fmt.Sprintf(" (and %d more; --all lists them)", len(probs)-1)
-	}
-	return &exitError{1, errors.New("invalid trace " + trace.Printable(name) + ": " + trace.Printable(probs[0].String()) + more)}
+	return usageExit(inspect.Validate(ctx, c.request(g), c.All))
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/trajlab/traj/replay/view"
 	"github.com/trajlab/traj/trace/store/location"
@@ -19,26 +16,6 @@ type ViewCmd struct {
 }
 
 func (c *ViewCmd) Run(ctx context.Context, g *Globals) error {
-	if err := loopbackOnly(c.Addr); err != nil {
-		return &exitError{2, err}
-	}
-	cache := c.CacheDir
-	if cache == "" {
-		d, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("find a cache folder (set XDG_CACHE_HOME or --cache-dir): %w", err)
-		}
-		cache = filepath.Join(d, "traj", "view")
-	}
-	raw := location.Choose(c.Store, os.Getenv)
-	srv, err := view.New(ctx, view.Options{StoreURL: raw, CacheDir: cache, Logger: g.Logger})
-	if err != nil {
-		return &exitError{2, err}
-	}
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.Addr, err)
-	}
-	fmt.Fprintf(g.Stdout, "traj view of %s: open %s\n", raw, srv.StartURL(ln.Addr()))
-	return srv.Serve(ctx, ln)
+	opts := view.Options{StoreURL: location.Choose(c.Store, os.Getenv), CacheDir: c.CacheDir, Logger: g.Logger}
+	return usageExit(view.Run(ctx, opts, c.Addr, g.Stdout))
 }

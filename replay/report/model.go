@@ -5,6 +5,9 @@
 // scripts, no network), CSV or JSON. Where a result holds the generated
 // fresh suite beside public ones, the row carries the public − fresh gap
 // per checkpoint (replay.FreshGap; JSON fresh_gap_by_part, a line in the page).
+// `traj report` is Run (run.go): a Request names the store, or an
+// experiment's slots (ExperimentRequest, found by the orchestrator's
+// experiment handler), the files and the label thresholds.
 package report
 
 import (

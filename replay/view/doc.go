@@ -1,5 +1,5 @@
-// Package view is `traj view`: a local web viewer of a store (local folder
-// or S3) served from the binary. The pages (assets/, embedded; plain
+// Package view is `traj view` (Run: on a loopback address only): a local
+// web viewer of a store (local folder or S3) served from the binary. The pages (assets/, embedded; plain
 // JavaScript and CSS, nothing to build, nothing from another origin) are:
 //
 //	#/                 store: every trajectory with harness, model, task, experiment,

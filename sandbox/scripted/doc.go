@@ -3,7 +3,8 @@
 // completions for OpenCode, Anthropic Messages for Claude Code, OpenAI
 // Responses for Codex), so every harness runs offline and deterministically
 // in tests and in the demos. `traj model serve --script FILE` runs it from
-// the command line.
+// the command line (Serve: the script on a loopback address only; a bad
+// script or address is a RequestError).
 //
 // # Endpoints
 //

@@ -1,7 +1,9 @@
 // Package record holds the handlers of the commands that record a
 // trajectory: `traj run` (a new run, --resume, --fork: Run with a
-// RunRequest) and `traj replay rerun` (Rerun with a RerunRequest). A
-// command maps its flags to a request and prints the result; everything
+// RunRequest), `traj replay rerun` (Rerun with a RerunRequest), `traj
+// sync` and `traj trace finalize` (Located, Sync, Finalize in
+// recovery.go, on orchestrator/recovery), and what they print
+// (PrintSummary, PrintNext, PrintSync). A command maps its flags to a request and prints the result; everything
 // between is here, so a library caller (an experiment, a sweep, a test)
 // runs the same workflow without the CLI.
 //
