@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/orchestrator/launch"
@@ -76,8 +76,8 @@ type Options struct {
 	// TestsDir holds the public test suites' fixtures (TRAJ_TESTS_DIR).
 	TestsDir string
 	// Environments is what the task's environment name picks (zero:
-	// evaluation.Environments()).
-	Environments evaluation.Registry
+	// registry.Builtin()).
+	Environments registry.Environments
 	// Sandbox is where the agent runs (provider, limits, network,
 	// variables passed); a resume takes what is not set from run.json.
 	Sandbox launch.SandboxOptions

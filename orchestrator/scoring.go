@@ -13,6 +13,7 @@ import (
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/environment/mcp"
 	"github.com/trajlab/traj/orchestrator/engine"
 	"github.com/trajlab/traj/orchestrator/groundtruth"
@@ -57,7 +58,7 @@ func newScoring(ctx context.Context, opts Options, s Start, env environment.Envi
 	// The evaluation sandbox: the run's provider (the best available when
 	// none is asked for), checked against the task's settings.
 	probe, err := evalbox.New(ctx, evalbox.Config{Env: env, Settings: s.Task.EvalSettings(), Provider: opts.Sandbox.Provider})
-	if errors.Is(err, evaluation.ErrProvider) {
+	if errors.Is(err, evalbox.ErrProvider) {
 		return nil, fmt.Errorf("task %s: %w (--sandbox bwrap)", s.Task.Name, err)
 	}
 	if err != nil {
@@ -231,9 +232,9 @@ func environmentInfo(env environment.Environment, tk *task.Task) *trace.Environm
 }
 
 // environments is what a task's environment name picks.
-func (o Options) environments() evaluation.Registry {
+func (o Options) environments() registry.Environments {
 	if len(o.Environments.Names()) == 0 {
-		return evaluation.Environments()
+		return registry.Builtin()
 	}
 	return o.Environments
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/environment/mcp"
 )
 
@@ -30,8 +30,8 @@ type envFlags struct {
 
 // env opens the environment --environment names in envs (its default
 // when none).
-func (f envFlags) env(envs evaluation.Registry) (environment.Environment, error) {
-	e, err := envs.Open(f.Environment, evaluation.Config{TestsDir: f.TestsDir})
+func (f envFlags) env(envs registry.Environments) (environment.Environment, error) {
+	e, err := envs.Open(f.Environment, registry.Config{TestsDir: f.TestsDir})
 	if err != nil {
 		return nil, &exitError{2, err}
 	}

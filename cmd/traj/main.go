@@ -14,7 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/relay"
 	"github.com/trajlab/traj/sandbox/xec"
@@ -32,7 +32,7 @@ type Globals struct {
 	Stderr io.Writer    `kong:"-"`
 	Logger *slog.Logger `kong:"-"`
 	// Environments is the registry every command picks environments from.
-	Environments evaluation.Registry `kong:"-"`
+	Environments registry.Environments `kong:"-"`
 }
 
 // CLI is the command tree. Each command lives in its own file.
@@ -99,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 
 	var cli CLI
 	cli.Stdout, cli.Stderr = stdout, stderr
-	cli.Environments = evaluation.Environments()
+	cli.Environments = registry.Builtin()
 	parser, err := newParser(ctx, &cli, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "traj:", err)

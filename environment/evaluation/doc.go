@@ -2,9 +2,10 @@
 // evaluation of a tree shares, below orchestrator and replay, so changing
 // how a tree is evaluated starts here.
 //
-//   - The registry of environments (registry.go): Environments is the
-//     one list (c-compiler today; registering one is one Entry), a
-//     Registry value built there and passed down (cmd's Globals, the
+//   - The registry of environments (registry, a package of its own so
+//     that what only reads results links no environment): Builtin is the
+//     one list (c-compiler today; registering one is one Entry), an
+//     Environments value built there and passed down (cmd's Globals, the
 //     run's Options, the evaluate handler's Request). A task's
 //     `environment` and a trace's `environment.name` pick the entry;
 //     nothing above environment/ imports an environment or compares its
@@ -16,8 +17,9 @@
 //     ("+artifacts=cc+deny-c-compiler"), which Recorded parses. The
 //     version a run records is still the cache key's version,
 //     Version(environment's, settings), so old and new traces key their
-//     results alike and an older traj reads a new trace's settings. CheckArtifacts and
-//     CheckProvider are the settings' rules.
+//     results alike and an older traj reads a new trace's settings.
+//     CheckArtifacts is the artifacts' rule (evalbox.CheckProvider the
+//     sandbox's).
 //   - The results and the cache entries (result.go, entry.go): Result,
 //     CacheEntry, CacheKey, ArtifactCacheKey and the entry digest
 //     (replay names them as before, by alias; replay keeps the stores'

@@ -1,13 +1,11 @@
 package evaluation
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -119,23 +117,3 @@ func CheckArtifacts(names []string) error {
 	}
 	return nil
 }
-
-// CheckProvider says whether provider can run evaluations with the C
-// compiler denied (deny) — the one rule, for run and replay alike: an
-// isolated provider (bwrap or container; see sandbox/deny.go).
-// Its error matches ErrProvider.
-func CheckProvider(provider string, deny bool) error {
-	if deny && provider != sandbox.ProviderBwrap && provider != sandbox.ProviderContainer {
-		return providerError(fmt.Sprintf("denying the C compiler (deny_c_compiler) needs bwrap or container evaluation sandboxes, not %q", provider))
-	}
-	return nil
-}
-
-// ErrProvider is what CheckProvider's errors match (errors.Is): the
-// provider asked for cannot run this task's evaluations.
-var ErrProvider = errors.New("evaluation sandbox refused")
-
-type providerError string
-
-func (e providerError) Error() string        { return string(e) }
-func (e providerError) Is(target error) bool { return target == ErrProvider }

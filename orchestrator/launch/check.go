@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/orchestrator/task"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/playback"
@@ -21,7 +21,7 @@ import (
 // script, the model endpoint, the sandbox.
 type Check struct {
 	// Environments is what the task's environment name picks.
-	Environments evaluation.Registry
+	Environments registry.Environments
 	Task         *task.Task
 	TestsDir     string
 	// Harness is the run's harness (resolved by the caller); HarnessBin

@@ -6,18 +6,18 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/environment"
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/orchestrator/task"
 )
 
 // OpenEnvironment returns the test environment a task names, from envs
-// (evaluation.Environments), and checks that it knows every required
+// (registry.Builtin), and checks that it knows every required
 // test path.
-func OpenEnvironment(envs evaluation.Registry, tk *task.Task, testsDir string) (environment.Environment, error) {
+func OpenEnvironment(envs registry.Environments, tk *task.Task, testsDir string) (environment.Environment, error) {
 	if _, err := envs.Lookup(tk.Environment); err != nil {
 		return nil, fmt.Errorf("task %s: %w", tk.Name, err)
 	}
-	env, err := envs.Open(tk.Environment, evaluation.Config{TestsDir: testsDir})
+	env, err := envs.Open(tk.Environment, registry.Config{TestsDir: testsDir})
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/orchestrator/task"
 )
 
@@ -12,7 +12,7 @@ import (
 // registry lacks, or a required test path the environment lacks, stops
 // the run before anything exists, naming the task.
 func TestOpenEnvironment(t *testing.T) {
-	envs := evaluation.Environments()
+	envs := registry.Builtin()
 	for _, tc := range []struct {
 		name string
 		tk   task.Task
@@ -32,7 +32,7 @@ func TestOpenEnvironment(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		}
 	}
-	if _, err := OpenEnvironment(evaluation.Registry{}, &task.Task{Name: "t", Environment: "c-compiler"}, ""); err == nil {
+	if _, err := OpenEnvironment(registry.Environments{}, &task.Task{Name: "t", Environment: "c-compiler"}, ""); err == nil {
 		t.Error("an empty registry opened c-compiler: the environment is not the registry's")
 	}
 }

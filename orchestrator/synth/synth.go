@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/sandbox/gateway/tool"
@@ -122,7 +122,7 @@ func (g *gen) run(ctx context.Context, gitDir string) (err error) {
 	}
 	defer g.tools.Close()
 	// The environment the trajectory claims: the registry's default.
-	env, err := evaluation.Environments().Lookup("")
+	env, err := registry.Builtin().Lookup("")
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ type Evaluator struct {
 // run_tests, `traj replay evaluate` and a cluster's tasks assemble one,
 // differing only in these values.
 type Config struct {
-	// Env is the environment (evaluation.Registry.Open).
+	// Env is the environment (registry.Environments.Open).
 	Env environment.Environment
 	// Settings are the task's (a run's task, or what a trace recorded:
 	// evaluation.Recorded).
@@ -174,7 +174,7 @@ type Config struct {
 
 // New is the one constructor of an Evaluator: the provider (the best
 // available when none is asked for), checked against the settings (an
-// error matching evaluation.ErrProvider when it cannot deny the C
+// error matching ErrProvider when it cannot deny the C
 // compiler), and the version the results are keyed by
 // (evaluation.Version of the environment's and the settings).
 func New(ctx context.Context, c Config) (*Evaluator, error) {
@@ -185,7 +185,7 @@ func New(ctx context.Context, c Config) (*Evaluator, error) {
 			return nil, fmt.Errorf("evaluation sandbox: %w", err)
 		}
 	}
-	if err := evaluation.CheckProvider(provider, c.Settings.DenyCCompiler); err != nil {
+	if err := CheckProvider(provider, c.Settings.DenyCCompiler); err != nil {
 		return nil, err
 	}
 	if err := evaluation.CheckArtifacts(c.Settings.Artifacts); err != nil {
@@ -226,6 +226,26 @@ func (e *Evaluator) claim(ctx context.Context, artifact string) (release func(),
 	}
 }
 
+// CheckProvider says whether provider can run evaluations with the C
+// compiler denied (deny) — the one rule, for run and replay alike: an
+// isolated provider (bwrap or container; see sandbox/deny.go).
+// Its error matches ErrProvider.
+func CheckProvider(provider string, deny bool) error {
+	if deny && provider != sandbox.ProviderBwrap && provider != sandbox.ProviderContainer {
+		return providerError(fmt.Sprintf("denying the C compiler (deny_c_compiler) needs bwrap or container evaluation sandboxes, not %q", provider))
+	}
+	return nil
+}
+
+// ErrProvider is what CheckProvider's errors match (errors.Is): the
+// provider asked for cannot run this task's evaluations.
+var ErrProvider = errors.New("evaluation sandbox refused")
+
+type providerError string
+
+func (e providerError) Error() string        { return string(e) }
+func (e providerError) Is(target error) bool { return target == ErrProvider }
+
 // Version implements evaluation.Evaluator: the environment version (EnvVersion,
 // else Env's) and the provider (evaluation.SandboxMark), what the cache keys carry.
 func (e *Evaluator) Version() string {
@@ -254,7 +274,7 @@ func (e *Evaluator) EvaluateDetailed(ctx context.Context, dir string, paths []st
 }
 
 func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, cache evaluation.Cache) (Payload, error) {
-	if err := evaluation.CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
+	if err := CheckProvider(e.Provider, e.DenyCCompiler); err != nil {
 		return Payload{}, fmt.Errorf("evaluation sandbox: %w", err)
 	}
 	if err := evaluation.CheckArtifacts(e.Artifacts); err != nil {

@@ -38,8 +38,8 @@ func TestNew(t *testing.T) {
 		switch {
 		case tc.version == "" && err == nil:
 			t.Errorf("%s: built an evaluator", tc.name)
-		case tc.version == "" && errors.Is(err, evaluation.ErrProvider) != tc.refused:
-			t.Errorf("%s: %v, provider refused: %v, want %v", tc.name, err, errors.Is(err, evaluation.ErrProvider), tc.refused)
+		case tc.version == "" && errors.Is(err, evalbox.ErrProvider) != tc.refused:
+			t.Errorf("%s: %v, provider refused: %v, want %v", tc.name, err, errors.Is(err, evalbox.ErrProvider), tc.refused)
 		case tc.version != "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.version != "" && ev.Version() != tc.version:

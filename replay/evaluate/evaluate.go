@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/replay/labels"
@@ -69,8 +70,8 @@ type Request struct {
 	// Labels are the failure labels' thresholds.
 	Labels labels.Options
 	// Environments is what the trace's environment name picks (zero:
-	// evaluation.Environments()).
-	Environments evaluation.Registry
+	// registry.Builtin()).
+	Environments registry.Environments
 	// Executor names where the trees are evaluated ("" or "local": here;
 	// anything else needs Cluster).
 	Executor string
@@ -304,7 +305,7 @@ func Shared(ctx context.Context, t *source.Trajectory, req Request) (Evaluation,
 func NewEvaluation(ctx context.Context, t *source.Trajectory, req Request, bar *replay.ProgressBar, cache replay.Cache) (Evaluation, error) {
 	envs := req.Environments
 	if len(envs.Names()) == 0 {
-		envs = evaluation.Environments()
+		envs = registry.Builtin()
 	}
 	info := t.Trace.Environment
 	var name string
@@ -319,7 +320,7 @@ func NewEvaluation(ctx context.Context, t *source.Trajectory, req Request, bar *
 		entry, _ = envs.Lookup("")
 		req.logger().Warn("the trajectory's environment is not registered: evaluating with the default", "environment", name, "default", entry.Name)
 	}
-	env, err := envs.Open(entry.Name, evaluation.Config{TestsDir: req.TestsDir})
+	env, err := envs.Open(entry.Name, registry.Config{TestsDir: req.TestsDir})
 	if err != nil {
 		return Evaluation{}, replay.UsageError("%v", err)
 	}
@@ -358,7 +359,7 @@ func NewEvaluation(ctx context.Context, t *source.Trajectory, req Request, bar *
 	ev, err := evalbox.New(ctx, evalbox.Config{Env: env, Settings: evaluation.Recorded(info), Provider: req.Sandbox,
 		Cache: cache, Secret: secret, CaseWorkers: max(1, cpus/workers), OnCase: bar.Case})
 	switch {
-	case errors.Is(err, evaluation.ErrProvider):
+	case errors.Is(err, evalbox.ErrProvider):
 		return Evaluation{}, fmt.Errorf("this trajectory's task hid the C compiler from its evaluations: %w", err)
 	case err != nil:
 		return Evaluation{}, fmt.Errorf("%w (or --sandbox local for trees you trust)", err)

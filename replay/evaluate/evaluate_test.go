@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evaluate"
 	"github.com/trajlab/traj/replay/labels"
@@ -34,7 +34,7 @@ func TestRun(t *testing.T) {
 	req := evaluate.Request{
 		Source: source.Request{TracePath: tj.TracePath, BundlePath: tj.BundlePath, StoreURL: filepath.Join(dir, "runs")},
 		Output: out, Tests: []string{"basics/control_flow"}, Workers: 1, Sandbox: sandbox.ProviderLocal,
-		Labels: labels.Defaults(), Environments: evaluation.Environments(), Stderr: &stderr,
+		Labels: labels.Defaults(), Environments: registry.Builtin(), Stderr: &stderr,
 	}
 	ctx := context.Background()
 	if err := evaluate.Run(ctx, req); err != nil {

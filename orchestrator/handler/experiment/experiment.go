@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 	"github.com/trajlab/traj/orchestrator/batch"
 	xp "github.com/trajlab/traj/orchestrator/experiment"
 	"github.com/trajlab/traj/replay"
@@ -42,7 +42,7 @@ type Request struct {
 	Terminal bool
 	// Environments is the registry a finished trajectory's evaluation
 	// picks its environment from.
-	Environments evaluation.Registry
+	Environments registry.Environments
 	// Getenv reads SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX and
 	// TRAJ_TESTS_DIR (nil: os.Getenv).
 	Getenv func(string) string

@@ -1,4 +1,13 @@
-package evaluation
+// Package registry is the one list of test environments traj can score
+// trees with (c-compiler today; registering one is one Entry in
+// Builtin): what a task's `environment` and a trace's
+// `environment.name` pick. An Environments value is built by Builtin in
+// one place (cmd's Globals, else the run's and the evaluate handler's
+// default) and passed down; nothing above environment/ imports an
+// environment or compares its name. It is apart from
+// environment/evaluation so that what only reads results (replay's
+// report, export, view) links no environment.
+package registry
 
 import (
 	"fmt"
@@ -25,18 +34,16 @@ type Entry struct {
 	Open func(Config) (environment.Environment, error)
 }
 
-// Registry is the list of environments: what a task's or a trace's
-// environment name picks. Nothing above environment/ imports an
-// environment or compares its name; it asks a Registry, built by
-// Environments and passed down.
-type Registry struct{ entries []Entry }
+// Environments is a list of environments: what a task's or a trace's
+// environment name picks.
+type Environments struct{ entries []Entry }
 
-// Environments is the one list of environments, the first the default of
-// a trace that names none (traces older than the environment field were
-// all scored by the C-compiler environment). Registering one is one
-// entry here.
-func Environments() Registry {
-	return Registry{entries: []Entry{
+// Builtin is the one list of environments, the first the default of a
+// trace that names none (traces older than the environment field were all
+// scored by the C-compiler environment). Registering one is one entry
+// here.
+func Builtin() Environments {
+	return Environments{entries: []Entry{
 		{Name: ccompiler.Name, Open: func(c Config) (environment.Environment, error) {
 			return ccompiler.New(ccompiler.Config{TestsDir: c.TestsDir})
 		}},
@@ -44,7 +51,7 @@ func Environments() Registry {
 }
 
 // Names lists the registered environments, in order.
-func (r Registry) Names() []string {
+func (r Environments) Names() []string {
 	out := make([]string, len(r.entries))
 	for i, e := range r.entries {
 		out[i] = e.Name
@@ -53,7 +60,7 @@ func (r Registry) Names() []string {
 }
 
 // Lookup returns the environment called name ("" names the default).
-func (r Registry) Lookup(name string) (Entry, error) {
+func (r Environments) Lookup(name string) (Entry, error) {
 	if name == "" && len(r.entries) > 0 {
 		return r.entries[0], nil
 	}
@@ -66,7 +73,7 @@ func (r Registry) Lookup(name string) (Entry, error) {
 }
 
 // Open opens the environment called name ("" names the default).
-func (r Registry) Open(name string, c Config) (environment.Environment, error) {
+func (r Environments) Open(name string, c Config) (environment.Environment, error) {
 	e, err := r.Lookup(name)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package evaluation_test
+package registry_test
 
 import (
 	"slices"
@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/environment/ccompiler"
-	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/evaluation/registry"
 )
 
 func TestRegistryLookup(t *testing.T) {
-	envs := evaluation.Environments()
+	envs := registry.Builtin()
 	for _, tc := range []struct {
 		name, want, err string
 	}{
@@ -36,20 +36,20 @@ func TestRegistryLookup(t *testing.T) {
 }
 
 func TestRegistryOpen(t *testing.T) {
-	env, err := evaluation.Environments().Open(ccompiler.Name, evaluation.Config{})
+	env, err := registry.Builtin().Open(ccompiler.Name, registry.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(env.TestPaths(), "basics") {
 		t.Errorf("c-compiler without fixtures: test paths %v lack basics", env.TestPaths())
 	}
-	if _, err := evaluation.Environments().Open(ccompiler.Name, evaluation.Config{TestsDir: "/nonexistent/fixtures"}); err == nil {
+	if _, err := registry.Builtin().Open(ccompiler.Name, registry.Config{TestsDir: "/nonexistent/fixtures"}); err == nil {
 		t.Error("a fixtures root that does not exist opened")
 	} else if !strings.HasPrefix(err.Error(), "open environment c-compiler: ") {
 		t.Errorf("error %q does not name the operation", err)
 	}
-	var zero evaluation.Registry
-	if _, err := zero.Open("", evaluation.Config{}); err == nil {
+	var zero registry.Environments
+	if _, err := zero.Open("", registry.Config{}); err == nil {
 		t.Error("an empty registry opened an environment")
 	}
 }
