@@ -3,7 +3,6 @@ package orchestrator_test
 import (
 	"bytes"
 	"context"
-	"github.com/trajlab/traj/trace/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,9 @@ import (
 	"github.com/trajlab/traj/sandbox/codex"
 	"github.com/trajlab/traj/sandbox/gateway/model"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store"
+	"github.com/trajlab/traj/trace/store/chunk"
+	"github.com/trajlab/traj/trace/store/local"
 )
 
 // harnessCase is a harness and its e2e script. The runs of these scripts
@@ -137,6 +139,22 @@ func TestHarnessesKillResume(t *testing.T) {
 			if err != nil {
 				t.Errorf("replay verify: %v\n%s", err, out)
 			}
+			// The gateway read the loop's part counter: each call's
+			// parts_before is within the run, and it moved.
+			most := 0
+			if _, err := model.ReadRecord(filepath.Join(dir, store.ModelCallsName), func(c model.Call) error {
+				if c.PartsBefore == nil || *c.PartsBefore < 0 || *c.PartsBefore > 20 {
+					t.Errorf("call %d: parts_before %v, want 0..20", c.Seq, c.PartsBefore)
+				} else {
+					most = max(most, *c.PartsBefore)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if most < acked {
+				t.Errorf("largest parts_before %d, %d parts were acknowledged before the kill", most, acked)
+			}
 		})
 	}
 }
@@ -197,5 +215,25 @@ func TestHarnessTokenBudget(t *testing.T) {
 	// refused calls unattributed.
 	if e := res.End; e.Tokens == nil || e.Tokens.Total() != total || e.Unattributed == nil || len(e.Unattributed.Calls) < refused {
 		t.Errorf("session_end tokens %+v unattributed %+v, the record's %d tokens and %d refused calls", e.Tokens, e.Unattributed, total, refused)
+	}
+}
+
+// checkChunks rebuilds trajectory id's trace from the chunks in the store
+// folder st alone and wants it byte for byte equal to final.
+func checkChunks(t *testing.T, st, id string, final []byte) {
+	t.Helper()
+	ls, err := local.Open(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := chunk.NewCodec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rebuilt bytes.Buffer
+	rep, err := codec.Rebuild(context.Background(), ls, store.TrajectoryPrefix(id), &rebuilt)
+	if err != nil || rep.Gap || !bytes.Equal(rebuilt.Bytes(), final) {
+		t.Errorf("trace rebuilt from %d chunks (%v, gap %v at %d): %d bytes, the trace has %d; equal: %v",
+			rep.Chunks, err, rep.Gap, rep.GapStart, rebuilt.Len(), len(final), bytes.Equal(rebuilt.Bytes(), final))
 	}
 }

@@ -394,9 +394,6 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 	}
 	tok, cost = *end.Tokens, *end.Cost
 	artifacts, err := folder.CloseTrace(ctx, f.w, f.repo, f.s.Store, p.ID, p.Dir, &end, log)
-	if err == nil {
-		f.pub.TraceWritten(f.w.Written()) // session_end's tail
-	}
 	if err != nil {
 		// The trace could not be closed (changed behind the writer, disk
 		// full, …): say what was recorded and why it stopped, and leave
@@ -412,6 +409,7 @@ func (f *finisher) finish(parent context.Context, out engine.Outcome, loopErr er
 		}
 		return res, err
 	}
+	f.pub.TraceWritten(f.w.Written()) // session_end's tail
 	res.End, res.Artifacts = end, artifacts
 	f.state.Finished(end)
 	if err := folder.WriteRunState(p.Dir, f.state); err != nil {

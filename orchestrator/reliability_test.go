@@ -440,6 +440,14 @@ func TestFourAtOnce(t *testing.T) {
 			t.Errorf("the run ended %s after OpenCode died, want seconds", took)
 		}
 		t.Logf("OpenCode killed after part %d: agent_error %s later (%s), %d parts intact", tr.SessionEnd.TotalParts, took.Round(time.Millisecond), tr.SessionEnd.Detail, tr.SessionEnd.TotalParts)
+		// Every write of the run (header, turns, parts, session_end)
+		// reached the store as a chunk the recorder handed to its
+		// publisher: the chunks alone put the final trace back together.
+		raw, err := os.ReadFile(filepath.Join(c.res.Dir, store.TraceName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkChunks(t, filepath.Join(root, "agentdies", "store"), c.res.TrajectoryID, raw)
 		waitNoProcessesUnder(t, filepath.Join(root, "agentdies"), 5*time.Second)
 	})
 }

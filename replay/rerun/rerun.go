@@ -39,7 +39,6 @@ import (
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/sandbox/harness/recorded"
-	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -404,7 +403,7 @@ func treeOf(ctx context.Context, t Trees, p part) (string, error) {
 func firstRequest(sourcePath, rerunPath string) (*RequestDiff, error) {
 	type key struct{ path, model string }
 	// The calls an upstream answered, by playback's one rule.
-	load := playback.Load
+	load := calls.LoadAnswered
 	src, err := load(sourcePath)
 	if err != nil {
 		return nil, err

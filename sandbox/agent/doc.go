@@ -115,8 +115,9 @@
 // session go idle soon (the orchestrator waits a grace period for the
 // idle event and keeps what arrives as trailing parts); Next must return
 // ctx.Err() when ctx ends and an error wrapping ErrGone when the harness
-// died. Give it a Reader (one value per harness version), registered in
-// sandbox/harness, that reads back every object it recorded, and fill
+// died. Give it a Reader (one value per harness version) in its wire
+// package, registered in sandbox/harness/recorded (its start in
+// sandbox/harness), that reads back every object it recorded, and fill
 // Text, Files and the tool call on the parts it sends live too. See
 // sandbox/opencode (Adapter) for a complete adapter and its tests.
 package agent

@@ -51,36 +51,15 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 )
 
-// Load reads the calls of a model-call record a rerun can play.
-func Load(path string) ([]model.Call, error) {
-	var calls []model.Call
-	if _, err := model.ReadRecord(path, func(c model.Call) error {
-		if Answered(c) {
-			calls = append(calls, c)
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	return calls, nil
-}
+// Load reads the calls of a model-call record a rerun can play
+// (calls.LoadAnswered).
+func Load(path string) ([]model.Call, error) { return calls.LoadAnswered(path) }
 
-// Answered says whether the upstream answered call c (its response can be
-// played): not refused by the gateway, not abandoned by the harness
-// before an answer (499), not an endpoint that could not be reached.
-func Answered(c model.Call) bool {
-	switch {
-	case c.Status <= 0 || c.Status == 499:
-		return false
-	case strings.HasPrefix(c.Error, "refused: "):
-		return false
-	case c.Status == http.StatusBadGateway && c.Response == "" && c.Error != "":
-		return false
-	}
-	return true
-}
+// Answered says whether the upstream answered call c (calls.Answered).
+func Answered(c model.Call) bool { return calls.Answered(c) }
 
 // Options configure a Server.
 type Options struct {

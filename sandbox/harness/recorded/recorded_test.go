@@ -8,8 +8,9 @@ import (
 	"github.com/trajlab/traj/sandbox/harness/recorded"
 )
 
-// runtime are the packages that start or show processes: the sandbox
-// providers, the adapters' start code, the harness list that starts them.
+// runtime are the packages that start or serve something: the sandbox
+// providers, the adapters' start code, the harness list that starts them,
+// the model gateway and the playback server.
 var runtime = []string{
 	"github.com/trajlab/traj/sandbox",
 	"github.com/trajlab/traj/sandbox/image",
@@ -19,22 +20,30 @@ var runtime = []string{
 	"github.com/trajlab/traj/sandbox/claudecode",
 	"github.com/trajlab/traj/sandbox/codex",
 	"github.com/trajlab/traj/sandbox/harness",
+	"github.com/trajlab/traj/sandbox/gateway/model",
+	"github.com/trajlab/traj/sandbox/playback",
 	"github.com/trajlab/traj/sandbox/xec",
 }
 
-// TestReadersLinkNoRuntime: the reader-only list, and so every reader of
-// a trace built on it, links no harness runtime. An import of an
-// adapter's start code (or of sandbox/harness) here fails it.
+// TestReadersLinkNoRuntime: the reader-only list, and the readers of a
+// trace built on it (export, view, report, labels, a rerun's comparison),
+// link no harness runtime. An import of an adapter's start code, of
+// sandbox/harness or of the gateway by any of them fails it. The readers
+// under replay/ still reach sandbox/xec, through replay → environment
+// (environment.Host, the Executor's xec.Result): allowed there until
+// environment's host executor leaves the package readers import.
 func TestReadersLinkNoRuntime(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	for _, d := range deps {
-		for _, r := range runtime {
-			if d == r {
-				t.Errorf("sandbox/harness/recorded links %s", d)
+	for _, pkg := range []string{".", "../../../replay/export", "../../../replay/view", "../../../replay/report",
+		"../../../replay/labels", "../../../replay/rerun"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Skipf("go list %s: %v", pkg, err)
+		}
+		for _, d := range strings.Fields(string(out)) {
+			for _, r := range runtime {
+				if d == r && (pkg == "." || r != "github.com/trajlab/traj/sandbox/xec") {
+					t.Errorf("%s links %s", pkg, d)
+				}
 			}
 		}
 	}

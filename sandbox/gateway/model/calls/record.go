@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
+	"strings"
 
 	"github.com/trajlab/traj/trace"
 )
@@ -261,4 +263,35 @@ func (c *cutter) write(p []byte) {
 		c.out.WriteByte(b)
 		c.strLen++
 	}
+}
+
+// LoadAnswered reads the calls of the record at path the upstream
+// answered (Answered): the calls a rerun can play, and those a rerun's
+// comparison pairs.
+func LoadAnswered(path string) ([]Call, error) {
+	var out []Call
+	if _, err := ReadRecord(path, func(c Call) error {
+		if Answered(c) {
+			out = append(out, c)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Answered says whether the upstream answered call c (its response can be
+// played): not refused by the gateway, not abandoned by the harness
+// before an answer (499), not an endpoint that could not be reached.
+func Answered(c Call) bool {
+	switch {
+	case c.Status <= 0 || c.Status == 499:
+		return false
+	case strings.HasPrefix(c.Error, "refused: "):
+		return false
+	case c.Status == http.StatusBadGateway && c.Response == "" && c.Error != "":
+		return false
+	}
+	return true
 }
