@@ -42,6 +42,12 @@ type History struct {
 	repo    *gitstate.Repo   // the bare repository (nil until opened, and once closed)
 	free    []*gitstate.Repo // idle handles of it, one per concurrent caller
 	closed  bool
+
+	// diffMu serialises Diff, which keeps the trees it read for the next
+	// one (diffTrees) and its blob buffers (diffScratch).
+	diffMu      sync.Mutex
+	diffTrees   map[plumbing.Hash]*rawTree
+	diffScratch [2][]byte
 }
 
 // Open reads the bundles at paths, in order: one full bundle, or a chain
@@ -342,74 +348,27 @@ type DiffStat struct {
 }
 
 // Diff returns the DiffStat from commit from to commit to; from may be ""
-// for the empty tree.
+// for the empty tree. It reads only the folders on the way to a change
+// (rawdiff.go), and the trees it read are kept for the next Diff, whose
+// "from" is usually this one's "to": diffing a trajectory's checkpoints in
+// order reads each changed folder once.
 func (h *History) Diff(ctx context.Context, from, to string) (DiffStat, error) {
 	r, err := h.get(ctx)
 	if err != nil {
 		return DiffStat{}, err
 	}
 	defer h.put(r)
-	treeOf := func(commit string) (*object.Tree, error) {
-		if commit == "" {
-			return &object.Tree{}, nil
-		}
-		if !plumbing.IsHash(commit) {
-			return nil, fmt.Errorf("%q is not a commit hash", commit)
-		}
-		c, err := object.GetCommit(r.Storage(), plumbing.NewHash(commit))
-		if err != nil {
-			return nil, fmt.Errorf("commit %s: %w", commit, err)
-		}
-		return c.Tree()
-	}
-	a, err := treeOf(from)
-	if err != nil {
-		return DiffStat{}, err
-	}
-	b, err := treeOf(to)
-	if err != nil {
-		return DiffStat{}, err
-	}
-	changes, err := object.DiffTreeWithOptions(ctx, a, b, nil)
-	if ctx.Err() != nil {
-		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, ctx.Err())
+	h.diffMu.Lock()
+	defer h.diffMu.Unlock()
+	d := &rawDiff{ctx: ctx, st: r.Storage(), prev: h.diffTrees, seen: map[plumbing.Hash]*rawTree{},
+		budget: linediff.DefaultBudget, scratch: h.diffScratch}
+	st, err := d.diff(from, to)
+	h.diffTrees, h.diffScratch = d.seen, d.scratch
+	if err == nil {
+		err = ctx.Err()
 	}
 	if err != nil {
-		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
-	}
-	st := DiffStat{Files: len(changes)}
-	budget := linediff.DefaultBudget
-	for _, c := range changes {
-		if err := ctx.Err(); err != nil {
-			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
-		}
-		af, bf, err := c.Files()
-		if err != nil {
-			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
-		}
-		var text [2]string
-		binary := false
-		for i, f := range []*object.File{af, bf} {
-			if f == nil || binary {
-				continue
-			}
-			if binary, err = f.IsBinary(); err == nil && !binary {
-				text[i], err = f.Contents()
-			}
-			if err != nil {
-				return DiffStat{}, fmt.Errorf("diff %s..%s: %s: %w", from, to, c.To.Name, err)
-			}
-		}
-		if binary {
-			continue
-		}
-		r := linediff.Lines(ctx, text[0], text[1], budget)
-		budget = max(budget-r.Work, linediff.DefaultBudget/50)
-		st.Added += r.Added
-		st.Removed += r.Removed
-		st.TooLarge = st.TooLarge || r.TooLarge
-	}
-	if err := ctx.Err(); err != nil {
+		h.diffTrees = nil
 		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
 	}
 	return st, nil
