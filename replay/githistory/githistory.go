@@ -44,10 +44,11 @@ type History struct {
 	closed  bool
 
 	// diffMu serialises Diff, which keeps the trees it read for the next
-	// one (diffTrees) and its blob buffers (diffScratch).
-	diffMu      sync.Mutex
-	diffTrees   map[plumbing.Hash]*rawTree
-	diffScratch [2][]byte
+	// one (diffTrees) and reads objects through its own pack reader
+	// (diffPacks, opened by the first Diff).
+	diffMu    sync.Mutex
+	diffTrees map[plumbing.Hash]*rawTree
+	diffPacks *packObjects
 }
 
 // Open reads the bundles at paths, in order: one full bundle, or a chain
@@ -325,6 +326,12 @@ func (h *History) Close() error {
 		r.Close()
 	}
 	h.repo, h.free = nil, nil
+	h.diffMu.Lock()
+	if h.diffPacks != nil {
+		h.diffPacks.Close()
+		h.diffPacks = nil
+	}
+	h.diffMu.Unlock()
 	if h.dir == "" {
 		return nil
 	}
@@ -360,10 +367,15 @@ func (h *History) Diff(ctx context.Context, from, to string) (DiffStat, error) {
 	defer h.put(r)
 	h.diffMu.Lock()
 	defer h.diffMu.Unlock()
-	d := &rawDiff{ctx: ctx, st: r.Storage(), prev: h.diffTrees, seen: map[plumbing.Hash]*rawTree{},
-		budget: linediff.DefaultBudget, scratch: h.diffScratch}
+	if h.diffPacks == nil {
+		if h.diffPacks, err = openPackObjects(r.GitDir()); err != nil {
+			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
+		}
+	}
+	d := &rawDiff{ctx: ctx, st: r.Storage(), po: h.diffPacks, prev: h.diffTrees, seen: map[plumbing.Hash]*rawTree{},
+		budget: linediff.DefaultBudget}
 	st, err := d.diff(from, to)
-	h.diffTrees, h.diffScratch = d.seen, d.scratch
+	h.diffTrees = d.seen
 	if err == nil {
 		err = ctx.Err()
 	}

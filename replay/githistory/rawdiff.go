@@ -114,17 +114,30 @@ func compareEntries(a []byte, aDir bool, b []byte, bDir bool) int {
 // rawDiff is one Diff's walk: its object reader, the trees it read (kept
 // for the next Diff) and its tally.
 type rawDiff struct {
-	ctx     context.Context
-	st      storer.EncodedObjectStorer
-	prev    map[plumbing.Hash]*rawTree // the trees the last Diff read
-	seen    map[plumbing.Hash]*rawTree // the trees this one read
-	budget  int
-	tally   DiffStat
-	scratch [2][]byte
+	ctx    context.Context
+	st     storer.EncodedObjectStorer
+	po     *packObjects               // nil: every object through st
+	prev   map[plumbing.Hash]*rawTree // the trees the last Diff read
+	seen   map[plumbing.Hash]*rawTree // the trees this one read
+	budget int
+	tally  DiffStat
 }
 
-// readObject reads an object's bytes into buf (reused when large enough).
-func (d *rawDiff) readObject(typ plumbing.ObjectType, h plumbing.Hash, buf []byte) ([]byte, error) {
+// readObject returns an object's bytes, not to be changed: from the packs
+// (packObjects) when they hold it, else through go-git (loose objects).
+func (d *rawDiff) readObject(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	if d.po != nil {
+		t, data, found, err := d.po.read(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", typ, h, err)
+		}
+		if found {
+			if t != typ {
+				return nil, fmt.Errorf("%s %s: is a %s", typ, h, t)
+			}
+			return data, nil
+		}
+	}
 	obj, err := d.st.EncodedObject(typ, h)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", typ, h, err)
@@ -134,11 +147,7 @@ func (d *rawDiff) readObject(typ plumbing.ObjectType, h plumbing.Hash, buf []byt
 		return nil, fmt.Errorf("%s %s: %w", typ, h, err)
 	}
 	defer rd.Close()
-	size := int(obj.Size())
-	if cap(buf) < size {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
+	buf := make([]byte, obj.Size())
 	if _, err := io.ReadFull(rd, buf); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", typ, h, err)
 	}
@@ -155,7 +164,7 @@ func (d *rawDiff) tree(h plumbing.Hash) (*rawTree, error) {
 	}
 	t := d.prev[h]
 	if t == nil {
-		data, err := d.readObject(plumbing.TreeObject, h, nil)
+		data, err := d.readObject(plumbing.TreeObject, h)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +184,7 @@ func (d *rawDiff) commitTree(commit string) (plumbing.Hash, error) {
 	if !plumbing.IsHash(commit) {
 		return plumbing.ZeroHash, fmt.Errorf("%q is not a commit hash", commit)
 	}
-	data, err := d.readObject(plumbing.CommitObject, plumbing.NewHash(commit), nil)
+	data, err := d.readObject(plumbing.CommitObject, plumbing.NewHash(commit))
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -288,11 +297,10 @@ func (d *rawDiff) entry(path string, ta *rawTree, a rawEntry, tb *rawTree, b raw
 		if !blob.is {
 			continue
 		}
-		data, err := d.readObject(plumbing.BlobObject, blob.h, d.scratch[i])
+		data, err := d.readObject(plumbing.BlobObject, blob.h)
 		if err != nil {
 			return fmt.Errorf("%s%s: %w", path, name, err)
 		}
-		d.scratch[i] = data[:0]
 		if isBinary(data) {
 			return nil // binary files count no lines
 		}
