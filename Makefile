@@ -260,14 +260,17 @@ fuzz:
 		fi; \
 	done
 
-## stress: the fuzzers for FUZZTIME each, and the kill -9 test with STRESS_KILLS kills.
+## stress: the fuzzers for FUZZTIME each, the kill -9 test with STRESS_KILLS kills, and
+## the crash test of a trace at CRASH_PARTS parts (make test runs it at 20,000).
 FUZZTIME     ?= 60s
 STRESS_KILLS ?= 50
+CRASH_PARTS  ?= 100000
 # Minimizing an input of FuzzOpenForAppend runs file I/O per try; keep it short.
 FUZZFLAGS    := -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 stress: setup build
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	TRAJ_BIN=$(TRAJ) TRAJ_KILLS=$(STRESS_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestKillRun' -v ./orchestrator
+	TRAJ_CRASH_PARTS=$(CRASH_PARTS) $(GO) test -count=1 -timeout 30m -run '^TestCrashResumeLarge$$' -v ./trace
 
 clean:
 	rm -rf bin out
