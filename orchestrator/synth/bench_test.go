@@ -178,7 +178,15 @@ func BenchmarkScale(b *testing.B) {
 	if bin == "" {
 		b.Skip("TRAJ_BIN is not set (make bench sets it)")
 	}
-	for _, parts := range scaleSizes(b) {
+	sizes := scaleSizes(b)
+	table := map[string][]string{} // row -> a cell per size
+	cell := func(row string, i int, format string, args ...any) {
+		if table[row] == nil {
+			table[row] = make([]string, len(sizes))
+		}
+		table[row][i] = fmt.Sprintf(format, args...)
+	}
+	for i, parts := range sizes {
 		b.Run("parts="+strconv.Itoa(parts), func(b *testing.B) {
 			st, res := synthStore(b, parts)
 			bundle := filepath.Join(res.Dir, "repo.bundle")
@@ -249,8 +257,52 @@ func BenchmarkScale(b *testing.B) {
 			b.ReportMetric(mb("export"), "parquet-peak-MB")
 			b.ReportMetric(float64(upload), "upload-B/turn-end")
 			b.ReportMetric(float64(record), "call-records-B")
+
+			cell("append at N vs 100 parts", i, "%.1f vs %.1f µs = %.2fx", ms("append")*1000, ms("append-100")*1000, ratio("append", "append-100"))
+			cell("checkout-part vs git clone + checkout", i, "%.0f vs %.0f ms = %.2fx (CPU %.2fx)", ms("checkout"), ms("git"), ratio("checkout", "git"), ratio("checkout-cpu", "git-cpu"))
+			cell("cached evaluate", i, "%.0f ms (CPU %.0f ms)", ms("evaluate"), ms("evaluate-cpu"))
+			cell("trace show / verify peak memory", i, "%.0f / %.0f MB (%.0f / %.0f ms)", mb("show"), mb("verify"), ms("show"), ms("verify"))
+			cell("viewer first rows cold / part jump", i, "%.0f / %.1f ms", ms("view-cold"), ms("view-jump"))
+			cell("Parquet export vs trace show, peak memory", i, "%.0f vs %.0f ms = %.2fx (CPU %.2fx), %.0f MB", ms("export"), ms("show"), ratio("export", "show"), ratio("export-cpu", "show-cpu"), mb("export"))
+			cell("upload bytes per turn end", i, "%d B of %d B of records", upload, record)
 		})
 	}
+	// The table, side by side (medians of the interleaved rounds; the
+	// report over 10,000 trajectories is replay/report's
+	// BenchmarkReport10000).
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n| path | goal |")
+	for _, n := range sizes {
+		fmt.Fprintf(&out, " %d parts |", n)
+	}
+	out.WriteString("\n|---|---|" + strings.Repeat("---|", len(sizes)) + "\n")
+	for _, r := range []struct{ row, goal string }{
+		{"append at N vs 100 parts", "<= 1.1x"},
+		{"checkout-part vs git clone + checkout", "<= 1.0x"},
+		{"cached evaluate", "< 0.1 s at 10k, < 0.3 s at 1M"},
+		{"trace show / verify peak memory", "<= 100 MB at 1M"},
+		{"viewer first rows cold / part jump", "< 1 s / < 100 ms at 1M"},
+		{"Parquet export vs trace show, peak memory", "<= 2.5x, <= 300 MB at 1M"},
+		{"upload bytes per turn end", "O(new records)"},
+	} {
+		fmt.Fprintf(&out, "| %s | %s |", r.row, r.goal)
+		for _, c := range table[r.row] {
+			fmt.Fprintf(&out, " %s |", c)
+		}
+		out.WriteString("\n")
+	}
+	fmt.Fprintf(&out, "load average at the end: %.1f\n", loadAverage())
+	b.Log(out.String())
+}
+
+// loadAverage is the machine's one-minute load average (0 if unknown).
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+	return f
 }
 
 // appendCost is the time one ~4 KB part takes to append (the real

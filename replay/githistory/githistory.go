@@ -9,6 +9,19 @@
 // and their indexes on disk, as `git clone --bare` would keep them), every
 // lookup reads from there, and a checkout hard-links those objects into
 // the destination instead of reading the bundles again.
+//
+// Diff (the export's lines added and removed, checkpoint after
+// checkpoint) walks raw tree bytes in git's order and reads only the
+// folders on the way to a change, keeping the trees it read for the next
+// Diff (rawdiff.go); it reads objects from the packs itself, deltas
+// resolved against a 16 MB LRU of bases keyed by pack offset
+// (packread.go), not through go-git's storage, which hashed every object
+// it resolved from a delta to key its 96 MB cache. A 100,000-part
+// synthetic trajectory (18,735 checkpoints, ~5,000 files): its Parquet
+// export took 132 s of wall time (load ~10-20) and 375 MB with go-git's
+// DiffTree, 13.7 CPU-s and 415 MB with the raw walk through go-git's
+// storage, and takes 10.4-10.7 CPU-s and 210 MB now, of which opening the
+// bundle (our index-pack) is 2.4 s and the diffs about 1 s.
 package githistory
 
 import (
