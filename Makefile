@@ -158,6 +158,15 @@ lint: $(TOOLBIN)/staticcheck
 bench: setup build image
 	TRAJ_BIN=$(TRAJ) $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
+## bench-scale: the issue-40 table (orchestrator/synth BenchmarkScale at 10,000 and 100,000
+## parts, side by side with git and trace show, plus the report over 10,000 trajectories);
+## part of make bench too. SYNTH_DIR keeps the synthetic stores between runs (100,000
+## parts take minutes to write); make stress runs it at 1,000,000.
+.PHONY: bench-scale
+SYNTH_DIR ?=
+bench-scale: build
+	TRAJ_BIN=$(TRAJ) TRAJ_SYNTH_DIR=$(SYNTH_DIR) $(GO) test -run '^$$' -bench '^(BenchmarkScale|BenchmarkReport10000)$$' -benchtime 1x -timeout 90m ./orchestrator/synth ./replay/report
+
 ## bench-fresh: the fresh suite's cost (generation + gcc oracle) against one tree's
 ## evaluation CPU, side by side (target <= 0.20; part of make bench too).
 .PHONY: bench-fresh
@@ -260,14 +269,19 @@ fuzz:
 		fi; \
 	done
 
-## stress: the fuzzers for FUZZTIME each, and the kill -9 test with STRESS_KILLS kills.
+## stress: the fuzzers for FUZZTIME each, the kill -9 test with STRESS_KILLS kills, the
+## crash test of a trace at CRASH_PARTS parts (make test runs it at 20,000), and the
+## issue-40 table at 1,000,000 parts (writing that synthetic trajectory takes hours).
 FUZZTIME     ?= 60s
 STRESS_KILLS ?= 50
+CRASH_PARTS  ?= 100000
 # Minimizing an input of FuzzOpenForAppend runs file I/O per try; keep it short.
 FUZZFLAGS    := -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s
 stress: setup build
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	TRAJ_BIN=$(TRAJ) TRAJ_KILLS=$(STRESS_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestKillRun' -v ./orchestrator
+	TRAJ_CRASH_PARTS=$(CRASH_PARTS) $(GO) test -count=1 -timeout 30m -run '^TestCrashResumeLarge$$' -v ./trace
+	TRAJ_BIN=$(TRAJ) TRAJ_SYNTH_DIR=$(SYNTH_DIR) TRAJ_SCALE_PARTS=1000000 $(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 600m ./orchestrator/synth
 
 clean:
 	rm -rf bin out

@@ -172,7 +172,13 @@
 // a missing, torn, stale or short index). Not through it: export and
 // `trace show`, which need every part (their cost is decoding JSON), and
 // the viewer, which keeps its own richer index on the same ScanOffsets
-// walk.
+// walk. TestCrashResumeLarge kills a writer with SIGKILL once its trace
+// holds 20,000 parts (100,000 in make stress: about 4 s of appending and
+// 55 s in all on a loaded machine), resumes and finishes it, and checks
+// after the kill and at the end that every acknowledged part is there in
+// order, that the index serves every part with its commit, and that its
+// digest is the one of an index built from nothing (or, short of the
+// parts after the kill, refused as stale).
 //
 // `trace validate` and `show` cut JSON strings at 1 MB while reading
 // (capstrings.go): a trace holding a 200 MB string validates in 46 MB of

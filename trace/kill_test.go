@@ -45,6 +45,15 @@ func TestKillChild(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
 	out := bufio.NewWriterSize(os.Stdout, 64)
 	n := w.LastPart()
+	// TestCrashResumeLarge: parts of at most maxSize bytes, and a child
+	// that finishes the trace once it holds until parts.
+	maxSize, until := 10_000, 0
+	if v, err := strconv.Atoi(os.Getenv("TRAJ_TRACE_KILL_MAXSIZE")); err == nil {
+		maxSize = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("TRAJ_TRACE_KILL_UNTIL")); err == nil {
+		until = v
+	}
 	if !w.TurnOpen() {
 		if err := w.BeginTurn(trace.TurnStart{Prompt: "resumed"}); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
@@ -52,9 +61,22 @@ func TestKillChild(t *testing.T) {
 		}
 	}
 	for {
+		if until > 0 && n >= until {
+			if err := w.EndTurn(trace.TurnEnd{EndedAt: tracetest.Time(n)}); err != nil {
+				os.Exit(3)
+			}
+			if err := w.Finish(trace.SessionEnd{Reason: trace.EndPartLimit}, nil); err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				os.Exit(3)
+			}
+			if err := w.Close(); err != nil {
+				os.Exit(3)
+			}
+			os.Exit(0)
+		}
 		n++
 		// Sizes from 100 B to 10 KB so writes cross page boundaries.
-		p := tracetest.RealisticPart(n, tracetest.Commit(n), 100+rng.IntN(10_000))
+		p := tracetest.RealisticPart(n, tracetest.Commit(n), 100+rng.IntN(maxSize))
 		if err := w.AppendPart(p); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(3)

@@ -9,6 +9,19 @@
 // and their indexes on disk, as `git clone --bare` would keep them), every
 // lookup reads from there, and a checkout hard-links those objects into
 // the destination instead of reading the bundles again.
+//
+// Diff (the export's lines added and removed, checkpoint after
+// checkpoint) walks raw tree bytes in git's order and reads only the
+// folders on the way to a change, keeping the trees it read for the next
+// Diff (rawdiff.go); it reads objects from the packs itself, deltas
+// resolved against a 16 MB LRU of bases keyed by pack offset
+// (packread.go), not through go-git's storage, which hashed every object
+// it resolved from a delta to key its 96 MB cache. A 100,000-part
+// synthetic trajectory (18,735 checkpoints, ~5,000 files): its Parquet
+// export took 132 s of wall time (load ~10-20) and 375 MB with go-git's
+// DiffTree, 13.7 CPU-s and 415 MB with the raw walk through go-git's
+// storage, and takes 10.4-10.7 CPU-s and 210 MB now, of which opening the
+// bundle (our index-pack) is 2.4 s and the diffs about 1 s.
 package githistory
 
 import (
@@ -42,6 +55,13 @@ type History struct {
 	repo    *gitstate.Repo   // the bare repository (nil until opened, and once closed)
 	free    []*gitstate.Repo // idle handles of it, one per concurrent caller
 	closed  bool
+
+	// diffMu serialises Diff, which keeps the trees it read for the next
+	// one (diffTrees) and reads objects through its own pack reader
+	// (diffPacks, opened by the first Diff).
+	diffMu    sync.Mutex
+	diffTrees map[plumbing.Hash]*rawTree
+	diffPacks *packObjects
 }
 
 // Open reads the bundles at paths, in order: one full bundle, or a chain
@@ -319,6 +339,12 @@ func (h *History) Close() error {
 		r.Close()
 	}
 	h.repo, h.free = nil, nil
+	h.diffMu.Lock()
+	if h.diffPacks != nil {
+		h.diffPacks.Close()
+		h.diffPacks = nil
+	}
+	h.diffMu.Unlock()
 	if h.dir == "" {
 		return nil
 	}
@@ -342,74 +368,32 @@ type DiffStat struct {
 }
 
 // Diff returns the DiffStat from commit from to commit to; from may be ""
-// for the empty tree.
+// for the empty tree. It reads only the folders on the way to a change
+// (rawdiff.go), and the trees it read are kept for the next Diff, whose
+// "from" is usually this one's "to": diffing a trajectory's checkpoints in
+// order reads each changed folder once.
 func (h *History) Diff(ctx context.Context, from, to string) (DiffStat, error) {
 	r, err := h.get(ctx)
 	if err != nil {
 		return DiffStat{}, err
 	}
 	defer h.put(r)
-	treeOf := func(commit string) (*object.Tree, error) {
-		if commit == "" {
-			return &object.Tree{}, nil
-		}
-		if !plumbing.IsHash(commit) {
-			return nil, fmt.Errorf("%q is not a commit hash", commit)
-		}
-		c, err := object.GetCommit(r.Storage(), plumbing.NewHash(commit))
-		if err != nil {
-			return nil, fmt.Errorf("commit %s: %w", commit, err)
-		}
-		return c.Tree()
-	}
-	a, err := treeOf(from)
-	if err != nil {
-		return DiffStat{}, err
-	}
-	b, err := treeOf(to)
-	if err != nil {
-		return DiffStat{}, err
-	}
-	changes, err := object.DiffTreeWithOptions(ctx, a, b, nil)
-	if ctx.Err() != nil {
-		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, ctx.Err())
-	}
-	if err != nil {
-		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
-	}
-	st := DiffStat{Files: len(changes)}
-	budget := linediff.DefaultBudget
-	for _, c := range changes {
-		if err := ctx.Err(); err != nil {
+	h.diffMu.Lock()
+	defer h.diffMu.Unlock()
+	if h.diffPacks == nil {
+		if h.diffPacks, err = openPackObjects(r.GitDir()); err != nil {
 			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
 		}
-		af, bf, err := c.Files()
-		if err != nil {
-			return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
-		}
-		var text [2]string
-		binary := false
-		for i, f := range []*object.File{af, bf} {
-			if f == nil || binary {
-				continue
-			}
-			if binary, err = f.IsBinary(); err == nil && !binary {
-				text[i], err = f.Contents()
-			}
-			if err != nil {
-				return DiffStat{}, fmt.Errorf("diff %s..%s: %s: %w", from, to, c.To.Name, err)
-			}
-		}
-		if binary {
-			continue
-		}
-		r := linediff.Lines(ctx, text[0], text[1], budget)
-		budget = max(budget-r.Work, linediff.DefaultBudget/50)
-		st.Added += r.Added
-		st.Removed += r.Removed
-		st.TooLarge = st.TooLarge || r.TooLarge
 	}
-	if err := ctx.Err(); err != nil {
+	d := &rawDiff{ctx: ctx, st: r.Storage(), po: h.diffPacks, prev: h.diffTrees, seen: map[plumbing.Hash]*rawTree{},
+		budget: linediff.DefaultBudget}
+	st, err := d.diff(from, to)
+	h.diffTrees = d.seen
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		h.diffTrees = nil
 		return DiffStat{}, fmt.Errorf("diff %s..%s: %w", from, to, err)
 	}
 	return st, nil

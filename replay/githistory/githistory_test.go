@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,5 +213,109 @@ func TestDiffPermutedBounded(t *testing.T) {
 	cancel()
 	if _, err := h.Diff(ctx, tj.Commits[0], tj.Commits[1]); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestDiffMatchesGitRandom holds Diff to `git diff --numstat --no-renames`
+// on a random history of nested folders (names that sort differently as
+// files and as folders: "a", "a-b", "a.c", "a/", "a0"), binary files,
+// empty files, folders added and removed whole, a file that becomes a
+// folder, and pairs of commits out of order (the trees Diff keeps from
+// the call before must not stand in for others).
+func TestDiffMatchesGitRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 40))
+	names := []string{"a", "a-b", "a.c", "a0", "b.c", "src/x.c", "src/y.c", "src/deep/z.c", "inc/a.h", "t/1/2/3.c", "t/1/4.c"}
+	live := map[string]bool{}
+	var changes []replaytest.Change
+	text := func() string {
+		var b strings.Builder
+		for range rng.IntN(30) {
+			fmt.Fprintf(&b, "line %d\n", rng.IntN(12))
+		}
+		return b.String()
+	}
+	for len(changes) < 40 {
+		ch := replaytest.Change{Write: map[string]string{}}
+		for range 1 + rng.IntN(3) {
+			name := names[rng.IntN(len(names))]
+			switch {
+			case live[name] && rng.IntN(3) == 0:
+				if !slices.Contains(ch.Delete, name) {
+					if _, w := ch.Write[name]; !w {
+						ch.Delete = append(ch.Delete, name)
+					}
+				}
+			case rng.IntN(8) == 0:
+				ch.Write[name] = "\x00binary" + text()
+			default:
+				ch.Write[name] = text()
+			}
+		}
+		for name := range ch.Write {
+			live[name] = true
+		}
+		for _, name := range ch.Delete {
+			delete(live, name)
+		}
+		changes = append(changes, ch)
+	}
+	// "a" becomes a folder: removed, then "a/b" written.
+	changes = append(changes, replaytest.Change{Write: map[string]string{"a": "file\n"}},
+		replaytest.Change{Delete: []string{"a"}, Write: map[string]string{"keep": "1\n"}},
+		replaytest.Change{Write: map[string]string{"a/b": "folder\nnow\n"}})
+	tj := replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-diff-random", Changes: changes, TurnSize: 4})
+	checkDiffs(t, tj, rng)
+	// Beside a folder "a": a file that sorts before "a/" appears, then the
+	// folder changes beside one that sorts after it (a walk that orders
+	// "a" as a file pairs the wrong entries).
+	checkDiffs(t, replaytest.BuildSpec(t, replaytest.Spec{ID: "traj-diff-folder", TurnSize: 4, Changes: []replaytest.Change{
+		{Write: map[string]string{"a/b": "0\n", "a0": "0\n"}},
+		{Write: map[string]string{"a.c": "1\n"}},
+		{Write: map[string]string{"a/b": "2\n", "a-b": "3\n"}},
+	}}), rng)
+}
+
+// checkDiffs holds Diff to `git diff --numstat --no-renames` for each
+// commit of tj against the one before, then for random pairs.
+func checkDiffs(t *testing.T, tj *replaytest.Trajectory, rng *rand.Rand) {
+	t.Helper()
+	h, err := githistory.Open(context.Background(), tj.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	check := func(from, to string) {
+		t.Helper()
+		got, err := h.Diff(context.Background(), from, to)
+		if err != nil {
+			t.Fatalf("Diff %s..%s: %v", from, to, err)
+		}
+		var want githistory.DiffStat
+		for _, line := range strings.Split(replaytest.Git(t, tj.Work, "diff", "--numstat", "--no-renames", from, to), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 {
+				continue
+			}
+			want.Files++
+			var a, d int
+			fmt.Sscan(f[0], &a)
+			fmt.Sscan(f[1], &d)
+			want.Added += a
+			want.Removed += d
+		}
+		if got != want {
+			t.Errorf("Diff %s..%s = %+v, git diff --numstat %+v", from, to, got, want)
+		}
+	}
+	prev := tj.Initial
+	for _, c := range tj.Commits {
+		check(prev, c)
+		prev = c
+	}
+	n := len(tj.Commits)
+	check(tj.Commits[max(0, n-4)], tj.Commits[n-1]) // in TestDiffMatchesGitRandom: "a" the file, then "a/b"
+	check(tj.Commits[n-1], tj.Commits[max(0, n-4)])
+	for range 30 {
+		check(tj.Commits[rng.IntN(n)], tj.Commits[rng.IntN(n)])
 	}
 }

@@ -21,14 +21,20 @@ import (
 // of 400 parts of about 1 KB with a run_tests call every 20 parts (about
 // 0.5 MB, like a short real trajectory).
 func benchStore(b *testing.B, n int) store.Store {
+	return benchStoreOf(b, n, 100, 1000)
+}
+
+// benchStoreOf is benchStore with 4 turns of perTurn parts of partSize
+// bytes a trajectory.
+func benchStoreOf(b *testing.B, n, perTurn, partSize int) store.Store {
 	b.Helper()
 	dir := b.TempDir()
 	calls := map[int][]trace.EnvoiCall{}
-	for p := 20; p <= 400; p += 20 {
+	for p := 20; p <= 4*perTurn; p += 20 {
 		calls[p] = []trace.EnvoiCall{tracetest.RunTests("basics", p/10, 40-p/10)}
 	}
 	proto := tracetest.Write(b, filepath.Join(dir, "proto.json"), tracetest.Spec{
-		TrajectoryID: "bench-000000", Turns: []int{100, 100, 100, 100}, PartSize: 1000, EnvoiCalls: calls, End: trace.EndPartLimit})
+		TrajectoryID: "bench-000000", Turns: []int{perTurn, perTurn, perTurn, perTurn}, PartSize: partSize, EnvoiCalls: calls, End: trace.EndPartLimit})
 	data, err := os.ReadFile(proto)
 	if err != nil {
 		b.Fatal(err)
@@ -99,4 +105,28 @@ func BenchmarkReport500(b *testing.B) {
 			b.ReportMetric(float64(peak)/(1<<20), "heap-MB")
 		})
 	}
+}
+
+// BenchmarkReport10000 is the row: a report over 10,000
+// trajectories (100 parts each; their summaries written once, as runs
+// leave them) under 5 s.
+func BenchmarkReport10000(b *testing.B) {
+	const n = 10_000
+	st := benchStoreOf(b, n, 25, 400)
+	ctx := context.Background()
+	if _, err := Collect(ctx, st, nil); err != nil {
+		b.Fatal(err)
+	}
+	var peak uint64
+	for b.Loop() {
+		rows, err := Collect(ctx, st, nil)
+		if err != nil || len(rows) != n {
+			b.Fatalf("%d rows, %v", len(rows), err)
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/report")
+	b.ReportMetric(float64(peak)/(1<<20), "heap-MB")
 }

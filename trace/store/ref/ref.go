@@ -292,8 +292,52 @@ func (t *Trajectory) HistoryPaths(ctx context.Context) ([]string, error) {
 }
 
 // Fetch returns a local file holding the trajectory's object key (a key
-// under Prefix): in place for local stores, else a cached download.
-func (t *Trajectory) Fetch(ctx context.Context, key string) (string, error) { return t.fetch(ctx, key) }
+// under Prefix): in place for local stores, else a cached download. A call
+// record (ModelCallsName, ToolCallsName) is whole in the store only once
+// its run ended; before, a running trajectory has uploaded it as call
+// chunks at its turn ends, and Fetch puts them back together
+// (store.LoadRecord, the one reader of call chunks) into the cache.
+func (t *Trajectory) Fetch(ctx context.Context, key string) (string, error) {
+	if name, ok := strings.CutPrefix(key, t.Prefix); ok && (name == store.ModelCallsName || name == store.ToolCallsName) {
+		return t.fetchRecord(ctx, name)
+	}
+	return t.fetch(ctx, key)
+}
+
+// fetchRecord is Fetch of call record name: the whole object when the
+// store has it, else its call chunks put together into the cache, reused
+// while the size and time the chunks reach (store.StatRecord) match.
+func (t *Trajectory) fetchRecord(ctx context.Context, name string) (string, error) {
+	p, err := t.fetch(ctx, t.Prefix+name)
+	if !errors.Is(err, store.ErrNotFound) {
+		return p, err
+	}
+	fi, err := store.StatRecord(ctx, t.Store, t.Prefix, name)
+	if err != nil {
+		return "", err
+	}
+	dir, err := t.cache()
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, filepath.FromSlash(store.CallsDir), name)
+	if c, err := os.Stat(dst); err == nil && c.Size() == fi.Size && c.ModTime().Equal(fi.ModTime) {
+		return dst, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", fmt.Errorf("create cache folder: %w", err)
+	}
+	err = atomicfile.WriteFile(dst, fi.ModTime, func(f *os.File) error {
+		return store.LoadRecord(ctx, t.Store, t.Prefix, name, func(r io.Reader) error {
+			_, err := io.Copy(f, r)
+			return err
+		})
+	})
+	if err != nil {
+		return "", fmt.Errorf("put together the call chunks of %s: %w", t.Store.URI(t.Prefix+name), err)
+	}
+	return dst, nil
+}
 
 // fetch returns a local file holding key: in place for local stores, else
 // a download into the cache, reused while size and time match the store's.

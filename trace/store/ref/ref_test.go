@@ -280,4 +280,29 @@ func TestS3(t *testing.T) {
 	if !errors.Is(err, ref.ErrNotFound) || !strings.Contains(err.Error(), "s3://"+srv.Bucket+"/team") {
 		t.Fatalf("unknown id on S3: %v", err)
 	}
+
+	// A running trajectory's model-call record is in the store only as
+	// the call chunks of its turn ends (the second overlapping the first,
+	// as after a resumed run): Fetch puts them together, and again once a
+	// turn end adds one.
+	calls := []string{`{"seq":1}` + "\n", `{"seq":2}` + "\n", `{"seq":3}` + "\n"}
+	one, two := int64(len(calls[0])), int64(len(calls[0])+len(calls[1]))
+	save(t, st, store.CallChunkKey("dead", store.ModelCallsName, 0, one), []byte(calls[0]))
+	save(t, st, store.CallChunkKey("dead", store.ModelCallsName, 0, two), []byte(calls[0]+calls[1]))
+	p, err = tr.Fetch(ctx, tr.Prefix+store.ModelCallsName)
+	if err != nil || string(readFile(t, p)) != calls[0]+calls[1] {
+		t.Fatalf("model calls from chunks: %s, %v", p, err)
+	}
+	save(t, st, store.CallChunkKey("dead", store.ModelCallsName, two, two+int64(len(calls[2]))), []byte(calls[2]))
+	if p, err = tr.Fetch(ctx, tr.Prefix+store.ModelCallsName); err != nil || string(readFile(t, p)) != strings.Join(calls, "") {
+		t.Fatalf("model calls after another turn end: %s, %v", p, err)
+	}
+	// Once whole, the whole object is what is read.
+	save(t, st, store.ModelCallsKey("dead"), []byte(calls[2]))
+	if p, err = tr.Fetch(ctx, tr.Prefix+store.ModelCallsName); err != nil || string(readFile(t, p)) != calls[2] {
+		t.Fatalf("whole model calls: %s, %v", p, err)
+	}
+	if _, err = tr.Fetch(ctx, tr.Prefix+store.ToolCallsName); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("tool calls with neither object nor chunks: %v", err)
+	}
 }
