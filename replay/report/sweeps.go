@@ -1,0 +1,42 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/trajlab/traj/replay/sweepvalue"
+	"github.com/trajlab/traj/trace"
+)
+
+// WriteSweepText is a sweep's value table: per swept part its fork point,
+// forks (counted, not reproduced), mean value, spread, share solved, and
+// the decisive part.
+func WriteSweepText(w io.Writer, s *sweepvalue.Result) error {
+	p := trace.Printable
+	fmt.Fprintf(w, "sweep %s of %s (%d parts): %d forks a part, model %s, at most %d parts each\n",
+		p(s.Name), p(s.Source), s.SourceParts, s.Repeats, p(s.Model), s.MaxParts)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PART\tFORK POINT\tFORKS\tCOUNTED\tNOT REPRODUCED\tMEAN\tSTD\tMIN\tMAX\tSOLVED\t")
+	for _, r := range s.Rows {
+		mark := ""
+		if d := s.Decisive; d != nil && d.Part == r.Part {
+			mark = "◀ decisive"
+		}
+		if r.Counted == 0 {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t0\t%d\t-\t-\t-\t-\t-\t%s\n", r.Part, r.ForkPart, r.Forks, r.NotReproduced, mark)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.1f%%\t%.1f\t%.1f%%\t%.1f%%\t%.0f%% (%d)\t%s\n", r.Part, r.ForkPart, r.Forks, r.Counted,
+			r.NotReproduced, 100*r.Mean, 100*r.Std, 100*r.Min, 100*r.Max, 100*r.ShareSolved, r.Solved, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write sweep: %w", err)
+	}
+	if d := s.Decisive; d != nil {
+		fmt.Fprintf(w, "decisive part: %d (the value falls by %.1f points from part %d)\n", d.Part, 100*d.Drop, d.Before)
+	} else {
+		fmt.Fprintln(w, "decisive part: none (the value never falls between swept parts)")
+	}
+	return nil
+}
