@@ -85,6 +85,11 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}
 	r := report.Report{Title: c.Title, Source: raw, Trajectories: trajs, WithDerived: c.WithReruns}
+	if st != nil {
+		if r.Sweeps, err = report.CollectSweeps(ctx, st, nil, g.Logger); err != nil {
+			return err
+		}
+	}
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, report.Report) error

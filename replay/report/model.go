@@ -15,6 +15,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/labels"
+	"github.com/trajlab/traj/replay/sweepvalue"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -28,6 +29,9 @@ type Report struct {
 	// source and a fork inherits its source's parts, so neither is a new
 	// sample. Every trajectory still has its own row.
 	WithDerived bool `json:"with_reruns_and_forks,omitempty"`
+	// Sweeps are the fork sweeps of the report's trajectories
+	// (replay/sweepvalue, CollectSweeps).
+	Sweeps []*sweepvalue.Result `json:"sweeps,omitempty"`
 }
 
 // Derived says whether t is a rerun or a fork of another trajectory.

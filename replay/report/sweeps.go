@@ -1,12 +1,16 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/trajlab/traj/replay/sweepvalue"
 	"github.com/trajlab/traj/trace"
+	"github.com/trajlab/traj/trace/store/ref"
 )
 
 // WriteSweepText is a sweep's value table: per swept part its fork point,
@@ -39,4 +43,37 @@ func WriteSweepText(w io.Writer, s *sweepvalue.Result) error {
 		fmt.Fprintln(w, "decisive part: none (the value never falls between swept parts)")
 	}
 	return nil
+}
+
+// CollectSweeps reads the fork sweeps stored beside st's trajectories
+// (ids, when not nil, limits it to those sources), by source and name.
+// A result that cannot be read is skipped with a warning.
+func CollectSweeps(ctx context.Context, st Store, ids []string, logger *slog.Logger) ([]*sweepvalue.Result, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	listed, err := ref.List(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	var out []*sweepvalue.Result
+	for _, l := range listed {
+		if ids != nil && !slices.Contains(ids, l.ID) {
+			continue
+		}
+		for _, k := range l.Sweeps {
+			var res *sweepvalue.Result
+			err := st.Load(ctx, k, func(r io.Reader) error {
+				var err error
+				res, err = sweepvalue.Decode(r)
+				return err
+			})
+			if err != nil {
+				logger.Warn("sweep result not read", "key", k, "err", err)
+				continue
+			}
+			out = append(out, res)
+		}
+	}
+	return out, nil
 }
