@@ -55,7 +55,7 @@ func TestSweepLocal(t *testing.T) {
 	if len(out.Unfinished) > 0 {
 		t.Errorf("unfinished forks: %v", out.Unfinished)
 	}
-	stored, err := sweepvalue.LoadAll(context.Background(), openStore(t, st), "src")
+	stored, err := sweepvalue.LoadAll(context.Background(), openStore(t, st), store.TrajectoryPrefix("src"))
 	if err != nil || len(stored) != 1 || stored[0].Decisive == nil || stored[0].Decisive.Part != decisivePart {
 		t.Fatalf("stored sweeps %+v, %v; want one deciding part %d", stored, err, decisivePart)
 	}
@@ -111,7 +111,7 @@ func TestSweepSlurm(t *testing.T) {
 	if !strings.Contains(string(b), fmt.Sprintf("decisive part: %d ", decisivePart)) {
 		t.Errorf("traj sweep does not name part %d as decisive", decisivePart)
 	}
-	stored, err := sweepvalue.LoadAll(context.Background(), openStore(t, st), "src")
+	stored, err := sweepvalue.LoadAll(context.Background(), openStore(t, st), store.TrajectoryPrefix("src"))
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("stored sweeps %d, %v", len(stored), err)
 	}

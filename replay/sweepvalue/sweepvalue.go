@@ -199,17 +199,19 @@ func Decode(r io.Reader) (*Result, error) {
 	return &res, nil
 }
 
-// LoadAll reads every stored sweep of trajectory id in st, by name.
-func LoadAll(ctx context.Context, st Loader, id string) ([]*Result, error) {
+// LoadAll reads every stored sweep of the trajectory whose objects are
+// under prefix in st (store.TrajectoryPrefix(id) in a store; "" in its
+// folder), by name.
+func LoadAll(ctx context.Context, st Loader, prefix string) ([]*Result, error) {
 	var keys []string
-	err := st.List(ctx, store.SweepsPrefix(id), func(fi store.FileInfo) error {
+	err := st.List(ctx, prefix+store.SweepsDir, func(fi store.FileInfo) error {
 		if strings.HasSuffix(fi.Key, ".json") {
 			keys = append(keys, fi.Key)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("list sweeps of %s: %w", id, err)
+		return nil, fmt.Errorf("list sweeps under %q: %w", prefix, err)
 	}
 	sort.Strings(keys)
 	var out []*Result
