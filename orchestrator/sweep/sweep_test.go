@@ -59,6 +59,10 @@ func TestSweepLocal(t *testing.T) {
 	if err != nil || len(stored) != 1 || stored[0].Decisive == nil || stored[0].Decisive.Part != decisivePart {
 		t.Fatalf("stored sweeps %+v, %v; want one deciding part %d", stored, err, decisivePart)
 	}
+	rep, err := exec.Command(bin, "report", "--store", st).CombinedOutput()
+	if err != nil || !strings.Contains(string(rep), fmt.Sprintf("decisive part: %d (the value falls by 100.0 points from part 7)", decisivePart)) {
+		t.Errorf("traj report: %v, want the sweep's decisive part:\n%s", err, rep)
+	}
 
 	// Again: every fork is done, nothing runs, the same values.
 	var launched int
@@ -76,6 +80,42 @@ func TestSweepLocal(t *testing.T) {
 	}
 	if launched != 0 || again.Result.Decisive == nil || again.Result.Decisive.Part != decisivePart || len(again.Result.Forks) != 20 {
 		t.Errorf("second run launched %d forks, decisive %+v", launched, again.Result.Decisive)
+	}
+}
+
+// TestSweepLeavesOutUnreproducedPrefix: a source whose second response
+// writes the time into the workspace (parts 4-5, the command's checkpoint
+// at 4). A fork at part 3 reproduces its prefix and counts; a fork at
+// part 7 cannot (its part 4 checkpoint holds another time): the sweep says so, names the part, and
+// leaves it out of the value although the fork passed; with one counted
+// part there is no decisive part.
+func TestSweepLeavesOutUnreproducedPrefix(t *testing.T) {
+	t.Parallel()
+	bin := trajBinary(t)
+	needOpenCode(t)
+	st := t.TempDir()
+	recordSourceScript(t, bin, st, "testdata/source-unstable.jsonl", nil)
+	out, err := sweep.Run(context.Background(), sweep.Request{Source: "src", Store: st, At: []int{3, 7}, Repeats: 1, MaxParts: 30,
+		Script: "testdata/fork.jsonl", Parallel: 2, TrajBin: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.Result
+	if len(res.Forks) != 2 || len(res.Rows) != 2 {
+		t.Fatalf("forks %+v rows %+v", res.Forks, res.Rows)
+	}
+	early, late := res.Forks[0], res.Forks[1]
+	if !early.PrefixOK || !early.Counted() || early.Value == nil || *early.Value != 1 {
+		t.Errorf("fork at 3: %+v, want its prefix reproduced and full value", early)
+	}
+	if late.PrefixOK || late.Counted() || late.Reproduced != 3 || !strings.Contains(late.Divergence, "checkpoint that differs at part 4") {
+		t.Errorf("fork at 7: %+v, want its prefix reproduced up to part 3 only (part 4's checkpoint differs) and left out", late)
+	}
+	if r := res.Rows[1]; r.Counted != 0 || r.NotReproduced != 1 || r.Forks != 1 {
+		t.Errorf("row of part 7: %+v", r)
+	}
+	if res.Decisive != nil {
+		t.Errorf("decisive %+v from one counted part", res.Decisive)
 	}
 }
 
@@ -128,8 +168,15 @@ func TestSweepSlurm(t *testing.T) {
 // recordSource records the source trajectory "src" into store st.
 func recordSource(t *testing.T, bin, st string, env []string) {
 	t.Helper()
+	recordSourceScript(t, bin, st, "testdata/source.jsonl", env)
+}
+
+// recordSourceScript records "src" into st with the scripted model
+// playing path.
+func recordSourceScript(t *testing.T, bin, st, path string, env []string) {
+	t.Helper()
 	task, _ := filepath.Abs("../testdata/tasks/e2e-groundtruth")
-	script, _ := filepath.Abs("testdata/source.jsonl")
+	script, _ := filepath.Abs(path)
 	cmd := exec.Command(bin, "run", "--task", task, "--model", "scripted/demo", "--script", script, "--max-parts", "40",
 		"--store", st, "--trajectory-id", "src", "--quiet")
 	cmd.Env = append(os.Environ(), env...)
