@@ -5,6 +5,9 @@
 // scripts, no network), CSV or JSON. Where a result holds the generated
 // fresh suite beside public ones, the row carries the public − fresh gap
 // per checkpoint (replay.FreshGap; JSON fresh_gap_by_part, a line in the page).
+// The fork sweeps stored beside the trajectories (`traj sweep`,
+// CollectSweeps) follow as value tables: per swept part the forks' value
+// (mean, spread, share solved) and the decisive part (JSON sweeps).
 package report
 
 import (
