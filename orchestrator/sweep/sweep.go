@@ -192,7 +192,7 @@ func openSource(ctx context.Context, r, storeURL string) (*source, error) {
 		return nil, err
 	}
 	src := &source{ref: rt, forkRef: r}
-	if rt.Dir != "" || location.Scheme(r) == "" && fileExists(r) {
+	if rt.Dir != "" { // a folder or trace file: the forks run elsewhere
 		if abs, err := filepath.Abs(r); err == nil {
 			src.forkRef = abs
 		}
@@ -220,11 +220,6 @@ func openSource(ctx context.Context, r, storeURL string) (*source, error) {
 		return nil, fmt.Errorf("sweep %s: its model calls (%s) are what a fork plays: %w", rt.ID, store.ModelCallsName, err)
 	}
 	return src, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // parts are the swept parts: req.At, or every req.Every-th part, checked
