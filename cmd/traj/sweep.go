@@ -68,6 +68,8 @@ func (c *SweepCmd) Run(ctx context.Context, g *Globals) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return &exitError{130, nil}
+	case errors.Is(err, sweep.ErrRequest):
+		return &exitError{2, err}
 	case err != nil:
 		return err
 	}

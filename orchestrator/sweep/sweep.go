@@ -78,6 +78,10 @@ type Request struct {
 	Logger *slog.Logger
 }
 
+// ErrRequest marks a request that cannot be run as asked (parts past the
+// source's, none to fork at): the caller's mistake, not a failure.
+var ErrRequest = errors.New("bad sweep request")
+
 // ParseAt reads --at: "P1,P2,…" or "every:N".
 func ParseAt(s string) (at []int, every int, err error) {
 	s = strings.TrimSpace(s)
@@ -113,7 +117,7 @@ func Run(ctx context.Context, req Request) (*Outcome, error) {
 		req.Logger = slog.New(slog.DiscardHandler)
 	}
 	if req.Repeats <= 0 || req.MaxParts <= 0 {
-		return nil, errors.New("sweep: repeats and max parts must be > 0")
+		return nil, fmt.Errorf("sweep: repeats and max parts must be > 0: %w", ErrRequest)
 	}
 	storeURL := location.Choose(req.Store, os.Getenv)
 	src, err := openSource(ctx, req.Source, storeURL)
@@ -231,18 +235,18 @@ func parts(req Request, n int) ([]int, error) {
 			at = append(at, p)
 		}
 		if len(at) == 0 {
-			return nil, fmt.Errorf("sweep: every:%d: the source has %d parts", req.Every, n)
+			return nil, fmt.Errorf("sweep: every:%d: the source has %d parts: %w", req.Every, n, ErrRequest)
 		}
 		return at, nil
 	}
 	if len(req.At) == 0 {
-		return nil, errors.New("sweep: no part to fork at")
+		return nil, fmt.Errorf("sweep: no part to fork at: %w", ErrRequest)
 	}
 	at := slices.Clone(req.At)
 	slices.Sort(at)
 	at = slices.Compact(at)
 	if last := at[len(at)-1]; last > n {
-		return nil, fmt.Errorf("sweep: part %d: the source has %d parts", last, n)
+		return nil, fmt.Errorf("sweep: part %d: the source has %d parts: %w", last, n, ErrRequest)
 	}
 	return at, nil
 }

@@ -18,7 +18,7 @@ import (
 // the decisive part.
 func WriteSweepText(w io.Writer, s *sweepvalue.Result) error {
 	p := trace.Printable
-	fmt.Fprintf(w, "sweep %s of %s (%d parts): %d forks a part, model %s, at most %d parts each\n",
+	fmt.Fprintf(w, "sweep %s of %s (%d parts): forks a part %d, model %s, at most %d parts each\n",
 		p(s.Name), p(s.Source), s.SourceParts, s.Repeats, p(s.Model), s.MaxParts)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PART\tFORK POINT\tFORKS\tCOUNTED\tNOT REPRODUCED\tMEAN\tSTD\tMIN\tMAX\tSOLVED\t")
