@@ -32,6 +32,7 @@ type SweepCmd struct {
 	TestsDir string        `name:"tests-dir" help:"Fixtures root for the forks' ground truth." env:"TRAJ_TESTS_DIR" type:"path"`
 	Executor string        `help:"Where the forks run: local (this machine) or slurm (one job array, waited for)." enum:"local,slurm" default:"local"`
 	Parallel int           `help:"Local: forks at once (default: from cores and memory)."`
+	SlurmOpt []string      `name:"slurm-opt" help:"slurm: another sbatch option, e.g. --slurm-opt=--partition=gpu (repeatable)."`
 	Quiet    bool          `help:"No live status line."`
 }
 
@@ -49,7 +50,7 @@ func (c *SweepCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	req := sweep.Request{Source: c.Ref, Store: c.Store, WorkDir: c.WorkDir, Name: c.Name, At: at, Every: every,
 		Model: c.Model, Script: c.Script, Prompt: c.Prompt, Repeats: c.Repeats, MaxParts: c.MaxParts,
-		Sandbox: c.Sandbox, Executor: c.Executor, Parallel: c.Parallel, TrajBin: bin, Logger: g.Logger}
+		Sandbox: c.Sandbox, Executor: c.Executor, Parallel: c.Parallel, Slurm: experiment.Slurm{Args: c.SlurmOpt}, TrajBin: bin, Logger: g.Logger}
 	if c.Timeout > 0 {
 		req.Timeout = c.Timeout.String()
 	}
