@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,9 +142,6 @@ func Run(ctx context.Context, req Request) (*Outcome, error) {
 			parallel = experiment.DefaultParallel(spec)
 		}
 		o, err := experiment.RunLocal(ctx, r, parallel)
-		if o == nil {
-			return nil, err
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -161,8 +159,8 @@ func Run(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	out.Unfinished = append(out.Unfinished, unfinished...)
 	res := &sweepvalue.Result{Version: sweepvalue.Version, Name: spec.Name, Source: src.ref.ID, SourceParts: src.parts,
-		Harness: spec.Matrix.Harnesses[0], Model: spec.Matrix.Models[0], Script: req.Script, Prompt: req.Prompt,
-		Repeats: req.Repeats, MaxParts: req.MaxParts, Executor: cmpOr(req.Executor, ExecLocal),
+		Harness: spec.Matrix.Harnesses[0], Model: spec.Matrix.Models[0], Script: spec.Run["script"], Prompt: req.Prompt,
+		Repeats: req.Repeats, MaxParts: req.MaxParts, Executor: cmp.Or(req.Executor, ExecLocal),
 		CreatedAt: time.Now().UTC().Format(time.RFC3339), Forks: forks}
 	res.Rows, res.Decisive = sweepvalue.Summarize(forks)
 	if err := sweepvalue.Save(ctx, w.Store, res); err != nil {
@@ -170,13 +168,6 @@ func Run(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	out.Result = res
 	return out, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // source is the trajectory swept.
@@ -263,8 +254,8 @@ func writeSpec(ctx context.Context, req Request, src *source, storeURL string, a
 	if name == "" {
 		name = strings.TrimRight(trimTo(src.ref.ID, 40), "-.") + "-sweep"
 	}
-	model := cmpOr(req.Model, src.header.AgentModel)
-	task := cmpOr(src.header.Task, "task")
+	model := cmp.Or(req.Model, src.header.AgentModel)
+	task := cmp.Or(src.header.Task, "task")
 	run := map[string]string{}
 	for k, v := range req.Run {
 		run[k] = v
