@@ -494,10 +494,10 @@
         sweeps.forEach((s, i) => {
           const rows = s.rows.filter((r) => r.counted > 0), name = "sweep " + s.name + ": value of the state (" + s.repeats + " forks a part)";
           const color = ["#d97706", "#7c3aed", "#0891b2"][i % 3];
-          // Steps, as the curves: a part's value holds until the next swept part.
-          const steps = (lo, hi) => rows.flatMap((r, j) => j + 1 < rows.length ? [[r.part, lo(r), hi(r)], [rows[j + 1].part, lo(r), hi(r)]] : [[r.part, lo(r), hi(r)]]);
-          bands.push({ name, color, cls: "sweep", points: steps(() => 0, (r) => r.mean) });
-          bands.push({ name, color, cls: "sweep-spread", points: steps((r) => r.min, (r) => r.max) });
+          // Held flat, as the curves: a part's value holds until the next swept part.
+          const held = (lo, hi) => rows.flatMap((r, j) => j + 1 < rows.length ? [[r.part, lo(r), hi(r)], [rows[j + 1].part, lo(r), hi(r)]] : [[r.part, lo(r), hi(r)]]);
+          bands.push({ name, color, cls: "sweep", points: held(() => 0, (r) => r.mean) });
+          bands.push({ name, color, cls: "sweep-spread", points: held((r) => r.min, (r) => r.max) });
           series.push({ name, color, dash: "2 2", width: 1.8, points: rows.map((r) => [r.part, r.mean]) });
           const d = s.decisive;
           if (d) vmarks.push({ x: d.part, part: d.part, cls: "decisive", text: "decisive " + d.part, label: "sweep " + s.name + ": the value of the state falls by " + Math.round(d.drop * 100) + " points from part " + d.before + " to part " + d.part });
