@@ -52,6 +52,7 @@ type CLI struct {
 	Report     ReportCmd     `cmd:"" help:"Summarise every trajectory in a store: table, HTML charts, JSON, CSV."`
 	Run        RunCmd        `cmd:"" help:"Record a trajectory: run the agent on a task within a part budget."`
 	Sandbox    SandboxCmd    `cmd:"" help:"Sandbox providers: check which work here, build the container image."`
+	Sweep      SweepCmd      `cmd:"" help:"Fork a trajectory K times at each of its parts and score the forks: where did the run lose its chance?"`
 	Sync       SyncCmd       `cmd:"" help:"Upload a trajectory recorded while its store was unreachable."`
 	ToolStub   ToolStubCmd   `cmd:"" name:"tool-stub" hidden:"" help:"Serve the tool gateway's tools over stdio inside a sandbox (what a harness loads)."`
 	Trace      TraceCmd      `cmd:"" help:"Inspect a trace (show a summary, validate it) or finalize a trajectory whose run died."`

@@ -27,6 +27,7 @@ var readmeNotRun = map[string]string{
 	"traj experiment ":                "needs the user's sweep.yaml and runs trajectories (orchestrator/experiment tests)",
 	"traj gc ":                        "acts on finished experiments' sandboxes (orchestrator/experiment tests)",
 	"traj report --experiment ":       "needs an experiment (orchestrator/experiment tests)",
+	"traj sweep ":                     "forks a trajectory many times for minutes (orchestrator/sweep: TestSweepLocal, TestSweepSlurm runs traj sweep --executor slurm)",
 	"traj replay rerun ":              "re-executes a trajectory for minutes (TestHarnessConformance reruns each harness's, TestFork forks one)",
 	"traj replay evaluate ":           "evaluates the 50 parts' trees: 13 min on 2 loaded cores (TestEveryCommandTakesREF runs it on a small trajectory); --executor slurm|kube need a cluster (TestEvaluateOnSlurm starts a Slurm, TestEvaluateKubeManifest checks the manifest)",
 	"git --git-dir runs/sandboxes/":   "the sandbox is not kept with the demo fixture (orchestrator tests read the checkpoint history with git)",

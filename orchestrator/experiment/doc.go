@@ -35,6 +35,7 @@
 //	slurm: {partition: gpu, time: "06:00:00", account: lab, max_active: 8, args: [--qos=normal]}
 //	kubernetes: {image: registry/traj:v2, namespace: research, parallelism: 10, store_claim: runs, secret: keys}
 //	evaluate: {tasks: 8, tests: [basics, wacct]}  # Slurm: evaluate each finished trajectory on the cluster
+//	fork: {from: REF, at: [10, 20], prompt: ""}   # every slot forks REF at each part (traj sweep writes this)
 //
 // Values that go together are paired, not crossed, by include rows: each
 // row is one combination of the keys it names (harness, model, task, or
@@ -67,6 +68,11 @@
 // matrix.params, and the fields that need a traj run flag, are checked
 // against `traj run --help` of the traj binary in use, so the spec follows
 // traj run as it grows (harnesses, sandboxes) without a second list here.
+//
+// With fork, the matrix is crossed with the fork parts: each slot runs
+// `traj run --fork REF --at-part P` (no --agent or --task: a fork keeps
+// its source's; list the source's harness and task for the ids), its id
+// ending -p<P>-r<repeat>. A resumed fork is `traj run --resume` as any.
 //
 // # Ids and attempts
 //

@@ -43,6 +43,10 @@ type Spec struct {
 	// Evaluate, when set, evaluates each trajectory a Slurm task finishes
 	// on the cluster (traj replay evaluate --executor slurm --detach).
 	Evaluate *Evaluate `yaml:"evaluate"`
+	// Fork, when set, makes every slot a fork of one recorded trajectory
+	// (traj run --fork), the matrix crossed with the fork parts: what
+	// `traj sweep` runs.
+	Fork *Fork `yaml:"fork"`
 
 	// Path is the spec file; Digest the sha256 of its bytes.
 	Path   string `yaml:"-"`
@@ -137,6 +141,16 @@ type Evaluate struct {
 	Tests []string `yaml:"tests"`
 }
 
+// Fork is the fork axis: each slot forks trajectory From at one of the
+// parts At (traj run --fork From --at-part P), Prompt opening the turn
+// after the fork point. A fork inherits the source's harness and task,
+// so its traj run gets neither --agent nor --task.
+type Fork struct {
+	From   string `yaml:"from"`
+	At     []int  `yaml:"at"`
+	Prompt string `yaml:"prompt"`
+}
+
 // Kubernetes holds the Indexed Job settings.
 type Kubernetes struct {
 	Image       string `yaml:"image"`
@@ -160,7 +174,9 @@ type Cell struct {
 	Model   string            `json:"model"`
 	Task    string            `json:"task"`
 	Params  map[string]string `json:"params,omitempty"`
-	Repeat  int               `json:"repeat"`
+	// ForkAt is the source's part this slot forks at (spec fork; 0: none).
+	ForkAt int `json:"fork_at,omitempty"`
+	Repeat int `json:"repeat"`
 }
 
 // Variant names the cell's parameters ("script=a.jsonl"; "" for none),
@@ -408,6 +424,21 @@ func (s *Spec) check() SpecErrors {
 	if s.Evaluate != nil && s.Evaluate.Tasks < 0 {
 		add("$.evaluate.tasks", "evaluate.tasks must be >= 0")
 	}
+	if f := s.Fork; f != nil {
+		if strings.TrimSpace(f.From) == "" {
+			add("$.fork", "fork.from is required: the trajectory to fork (REF)")
+		}
+		if len(f.At) == 0 {
+			add("$.fork", "fork.at is required: the parts to fork at")
+		}
+		seen := map[int]bool{}
+		for i, p := range f.At {
+			if p <= 0 || seen[p] {
+				add(fmt.Sprintf("$.fork.at[%d]", i), "fork.at: part %d: want distinct parts > 0", p)
+			}
+			seen[p] = true
+		}
+	}
 	if len(errs) == 0 {
 		for _, c := range s.Cells() {
 			if err := store.ValidateID(c.AttemptID(s.Relaunch.MaxAttempts)); err != nil {
@@ -477,7 +508,7 @@ func (s *Spec) checkInclude() SpecErrors {
 var reserved = map[string]bool{
 	"model": true, "task": true, "agent": true, "max-parts": true, "timeout": true, "max-cost": true,
 	"trajectory-id": true, "store": true, "stall-timeout": true, "work-dir": true, "resume": true, "sandbox": true,
-	"json": true, "quiet": true, "cpus": true, "memory": true,
+	"json": true, "quiet": true, "cpus": true, "memory": true, "fork": true, "at-part": true,
 }
 
 // Timeout is the budget's timeout, 0 when unset.
@@ -520,14 +551,19 @@ func (s *Spec) Cells() []Cell {
 		return list
 	}
 	withHarness := s.Matrix.HarnessAxis()
+	forkAt := []int{0}
+	if s.Fork != nil {
+		forkAt = s.Fork.At
+	}
 	var cells []Cell
 	for _, row := range rows {
 		for _, h := range or(row, rowHarness, s.Matrix.Harnesses) {
 			for _, m := range or(row, rowModel, s.Matrix.Models) {
 				for _, t := range or(row, rowTask, s.Matrix.Tasks) {
 					for _, p := range combos {
-						for r := 1; r <= s.Matrix.Repeats; r++ {
-							c := Cell{Index: len(cells), Harness: h, Model: m, Task: t, Repeat: r}
+						for i := 0; i < len(forkAt)*s.Matrix.Repeats; i++ {
+							r := i%s.Matrix.Repeats + 1
+							c := Cell{Index: len(cells), Harness: h, Model: m, Task: t, ForkAt: forkAt[i/s.Matrix.Repeats], Repeat: r}
 							params := maps.Clone(p)
 							for k, v := range row {
 								if k != rowHarness && k != rowModel && k != rowTask {
@@ -560,7 +596,8 @@ func cellID(name string, c Cell, withHarness bool) string {
 	key, _ := json.Marshal(struct {
 		H, M, T string
 		P       map[string]string
-	}{c.Harness, c.Model, c.Task, c.Params})
+		F       int `json:",omitempty"`
+	}{c.Harness, c.Model, c.Task, c.Params, c.ForkAt})
 	sum := sha256.Sum256(key)
 	model := c.Model
 	if _, n, ok := strings.Cut(model, "/"); ok {
@@ -569,7 +606,11 @@ func cellID(name string, c Cell, withHarness bool) string {
 	if withHarness {
 		name += "-" + slug(c.Harness, 16)
 	}
-	return fmt.Sprintf("%s-%s-%s-%s-r%d", name, slug(filepath.Base(c.Task), 24), slug(model, 32), hex.EncodeToString(sum[:3]), c.Repeat)
+	fork := ""
+	if c.ForkAt > 0 {
+		fork = fmt.Sprintf("-p%d", c.ForkAt)
+	}
+	return fmt.Sprintf("%s-%s-%s-%s%s-r%d", name, slug(filepath.Base(c.Task), 24), slug(model, 32), hex.EncodeToString(sum[:3]), fork, c.Repeat)
 }
 
 var unsafeRe = regexp.MustCompile(`[^A-Za-z0-9._]+`)
@@ -635,6 +676,9 @@ func (s *Spec) CheckRunFlags(flags map[string]bool) error {
 	if s.Budget.MaxCost > 0 && !flags["max-cost"] {
 		add("$.budget.max_cost", "budget.max_cost: this traj run has no --max-cost flag")
 	}
+	if s.Fork != nil && !flags["fork"] {
+		add("$.fork", "fork: this traj run has no --fork flag")
+	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 		return errs
@@ -646,6 +690,16 @@ func (s *Spec) CheckRunFlags(flags map[string]bool) error {
 // the flags traj run accepts (limits and the harness are passed only when
 // it accepts them).
 func (s *Spec) RunArgs(c Cell, id string, flags map[string]bool) []string {
+	if c.ForkAt > 0 && s.Fork != nil {
+		// The fork inherits the source's harness and task (traj run
+		// refuses others).
+		args := []string{"run", "--trajectory-id", id, "--fork", s.Fork.From, "--at-part", strconv.Itoa(c.ForkAt),
+			"--model", c.Model, "--max-parts", strconv.Itoa(s.Budget.MaxParts)}
+		if s.Fork.Prompt != "" {
+			args = append(args, "--prompt", s.Fork.Prompt)
+		}
+		return append(args, s.commonArgs(c, flags)...)
+	}
 	args := []string{"run", "--trajectory-id", id, "--model", c.Model, "--task", c.Task,
 		"--max-parts", strconv.Itoa(s.Budget.MaxParts)}
 	if flags["agent"] {

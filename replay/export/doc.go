@@ -54,7 +54,7 @@
 // "traj.export.value_cap_bytes", "traj.trajectory_id", "traj.version"), in
 // ATIF's extra and in the manifest. Renaming or retyping a column, or
 // changing what it means, makes a new version; a new nullable column does
-// not, nor a new table (labels came in schema 3: an earlier export lacks
+// not, nor a new table (labels came in schema 3, sweeps after it: an earlier export lacks
 // its files, so the next export writes its trajectories again).
 //
 // Exporting into the same DIR again writes only what changed: a
@@ -364,4 +364,18 @@
 //	                       (`traj replay evaluate`, with its thresholds);
 //	                       "computed": computed here with the default thresholds
 //	                       from the trace and the evaluation report, if any
+//
+// sweeps — one row per part a fork sweep of the trajectory swept (`traj
+// sweep`, replay/sweepvalue: the value of the state at that part); empty
+// when it has none:
+//
+//	trajectory_id          the swept (source) trajectory
+//	sweep                  the sweep's name; model: the forks' model
+//	part, fork_part        the part asked for; the fork point its forks recorded
+//	forks, counted         its forks; those whose value counts (prefix reproduced, a result)
+//	not_reproduced         forks whose inherited parts differ from the source's
+//	mean_value, std_value, min_value, max_value   null without counted forks; the
+//	                       best ground-truth pass rate a fork reached from its fork point on
+//	solved, share_solved   counted forks that passed every case, and their share
+//	decisive               BOOLEAN; the part where the mean value drops most
 package export

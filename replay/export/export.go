@@ -13,6 +13,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/githistory"
+	"github.com/trajlab/traj/replay/sweepvalue"
 	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/ref"
@@ -115,6 +116,7 @@ type input struct {
 	tracePath string
 	rebuilt   bool
 	eval      *replay.Output
+	sweeps    []*sweepvalue.Result
 	hist      *githistory.History
 	warnings  []string
 	logger    *slog.Logger
@@ -388,6 +390,9 @@ func exportOne(ctx context.Context, t *ref.Trajectory, opts *Options) (map[strin
 	if opts.Format == FormatParquet {
 		if in.eval, err = loadEvaluation(ctx, t); err != nil {
 			in.warn("evaluation report ignored: %v", err)
+		}
+		if in.sweeps, err = sweepvalue.LoadAll(ctx, t.Store, t.Prefix); err != nil {
+			in.warn("fork sweeps ignored: %v", err)
 		}
 		if bundles, err := t.BundlePaths(ctx); err != nil {
 			in.warn("no git history (lines added and removed stay empty): %v", err)

@@ -153,6 +153,7 @@ type parquetExport struct {
 	tests *tableFile[TestRow]
 	calls *tableFile[ModelCallRow]
 	marks *tableFile[LabelRow]
+	swept *tableFile[SweepRow]
 	// labeller gathers what the failure labels need as the parts go by.
 	labeller *labels.Observer
 
@@ -210,6 +211,10 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 		return nil, err
 	}
 	files = append(files, e.marks)
+	if e.swept, err = newTableFile[SweepRow](opts.Out, TableSweeps, in.id, meta, opts); err != nil {
+		return nil, err
+	}
+	files = append(files, e.swept)
 
 	if err = e.scan(ctx); err != nil {
 		return nil, err
@@ -221,6 +226,9 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 		return nil, err
 	}
 	if err = e.labels(); err != nil {
+		return nil, err
+	}
+	if err = e.sweeps(); err != nil {
 		return nil, err
 	}
 	e.finishRow()
@@ -238,8 +246,28 @@ func writeParquet(ctx context.Context, in *input, opts *Options) (map[string]int
 	return map[string]int64{
 		TableTrajectories: e.traj.rows, TableParts: e.parts.rows,
 		TableEvaluations: e.evals.rows, TableTests: e.tests.rows, TableModelCalls: e.calls.rows,
-		TableLabels: e.marks.rows,
+		TableLabels: e.marks.rows, TableSweeps: e.swept.rows,
 	}, nil
+}
+
+// sweeps writes the value of the trajectory's state at each part its fork
+// sweeps swept (one row per sweep and part).
+func (e *parquetExport) sweeps() error {
+	for _, s := range e.in.sweeps {
+		for _, r := range s.Rows {
+			row := SweepRow{TrajectoryID: e.in.id, Sweep: s.Name, Part: int64(r.Part), ForkPart: int64(r.ForkPart), Model: s.Model,
+				Forks: int64(r.Forks), Counted: int64(r.Counted), NotReproduced: int64(r.NotReproduced), Solved: int64(r.Solved),
+				Decisive: s.Decisive != nil && s.Decisive.Part == r.Part}
+			if r.Counted > 0 {
+				row.MeanValue, row.StdValue, row.MinValue, row.MaxValue = f64(r.Mean), f64(r.Std), f64(r.Min), f64(r.Max)
+				row.ShareSolved = f64(r.ShareSolved)
+			}
+			if err := e.swept.add(row, 128); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // labels writes the trajectory's failure labels: those its evaluation

@@ -89,5 +89,11 @@ func fingerprint(ctx context.Context, t *ref.Trajectory) (string, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", fmt.Errorf("list %s: %w", t.Store.URI(calls), err)
 	}
+	// Fork sweeps of it (store.SweepKey), likewise only when there are some.
+	sweeps := t.Prefix + store.SweepsDir
+	err = t.Store.List(ctx, sweeps, func(fi store.FileInfo) error { add(fi); return nil })
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("list %s: %w", t.Store.URI(sweeps), err)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -196,6 +196,26 @@ type LabelRow struct {
 	Source       string `parquet:"source,dict"`
 }
 
+// SweepRow is one row of the sweeps table: the value of the trajectory's
+// state at one part swept by a fork sweep of it (replay/sweepvalue).
+type SweepRow struct {
+	TrajectoryID  string   `parquet:"trajectory_id,dict"`
+	Sweep         string   `parquet:"sweep,dict"`
+	Part          int64    `parquet:"part"`
+	ForkPart      int64    `parquet:"fork_part"`
+	Model         string   `parquet:"model,dict"`
+	Forks         int64    `parquet:"forks"`
+	Counted       int64    `parquet:"counted"`
+	NotReproduced int64    `parquet:"not_reproduced"`
+	MeanValue     *float64 `parquet:"mean_value,optional"`
+	StdValue      *float64 `parquet:"std_value,optional"`
+	MinValue      *float64 `parquet:"min_value,optional"`
+	MaxValue      *float64 `parquet:"max_value,optional"`
+	Solved        int64    `parquet:"solved"`
+	ShareSolved   *float64 `parquet:"share_solved,optional"`
+	Decisive      bool     `parquet:"decisive"`
+}
+
 // Table names, in the order they are written.
 const (
 	TableTrajectories = "trajectories"
@@ -204,9 +224,10 @@ const (
 	TableTests        = "tests"
 	TableModelCalls   = "model_calls"
 	TableLabels       = "labels"
+	TableSweeps       = "sweeps"
 )
 
 // TableNames lists the Parquet tables every export writes.
 func TableNames() []string {
-	return []string{TableTrajectories, TableParts, TableEvaluations, TableTests, TableModelCalls, TableLabels}
+	return []string{TableTrajectories, TableParts, TableEvaluations, TableTests, TableModelCalls, TableLabels, TableSweeps}
 }

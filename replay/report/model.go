@@ -5,6 +5,9 @@
 // scripts, no network), CSV or JSON. Where a result holds the generated
 // fresh suite beside public ones, the row carries the public − fresh gap
 // per checkpoint (replay.FreshGap; JSON fresh_gap_by_part, a line in the page).
+// The fork sweeps stored beside the trajectories (`traj sweep`,
+// CollectSweeps) follow as value tables: per swept part the forks' value
+// (mean, spread, share solved) and the decisive part (JSON sweeps).
 // `traj report` is Run (run.go): a Request names the store, or an
 // experiment's slots (ExperimentRequest, found by the orchestrator's
 // experiment handler), the files and the label thresholds.
@@ -18,6 +21,7 @@ import (
 
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/labels"
+	"github.com/trajlab/traj/replay/sweepvalue"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -31,6 +35,9 @@ type Report struct {
 	// source and a fork inherits its source's parts, so neither is a new
 	// sample. Every trajectory still has its own row.
 	WithDerived bool `json:"with_reruns_and_forks,omitempty"`
+	// Sweeps are the fork sweeps of the report's trajectories
+	// (replay/sweepvalue, CollectSweeps).
+	Sweeps []*sweepvalue.Result `json:"sweeps,omitempty"`
 }
 
 // Derived says whether t is a rerun or a fork of another trajectory.

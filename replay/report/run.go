@@ -106,6 +106,11 @@ func Run(ctx context.Context, r Request) error {
 		}
 	}
 	rep := Report{Title: r.Title, Source: r.Store, Trajectories: trajs, WithDerived: r.WithDerived}
+	if st != nil {
+		if rep.Sweeps, err = CollectSweeps(ctx, st, nil, r.Logger); err != nil {
+			return err
+		}
+	}
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, Report) error

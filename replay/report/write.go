@@ -343,6 +343,12 @@ svg .mark{stroke-width:1;stroke-dasharray:2 2}svg .marklab{fill:#57606a;font-siz
 <thead><tr><th>trajectory</th><th>label</th><th class="num">part</th><th>evidence</th></tr></thead>
 <tbody>{{range $t := .Trajectories}}{{range .Labels}}<tr><td>{{$t.ID}}</td><td>{{.Label}}</td><td class="num">{{if .Part}}{{.Part}}{{else}}–{{end}}</td><td>{{.Evidence}}</td></tr>{{end}}{{end}}</tbody>
 </table>
+{{end}}{{range .Sweeps}}<h2>Fork sweep {{.Name}} of {{.Source}}</h2>
+<p class="muted">{{.Repeats}} forks a part, model {{.Model}}, at most {{.MaxParts}} parts each; value: the best ground truth a fork reached from its fork point on. {{with .Decisive}}Decisive part: <b>{{.Part}}</b> (the value falls by {{rate .Drop}} from part {{.Before}}).{{else}}No decisive part: the value never falls.{{end}}</p>
+<table>
+<thead><tr><th class="num">part</th><th class="num">fork point</th><th class="num">forks</th><th class="num">counted</th><th class="num">not reproduced</th><th>mean value</th><th class="num">std</th><th class="num">min</th><th class="num">max</th><th>share solved</th></tr></thead>
+<tbody>{{$d := .Decisive}}{{range .Rows}}<tr{{if $d}}{{if eq $d.Part .Part}} class="decisive"{{end}}{{end}}><td class="num">{{.Part}}{{if $d}}{{if eq $d.Part .Part}} ◀ decisive{{end}}{{end}}</td><td class="num">{{.ForkPart}}</td><td class="num">{{.Forks}}</td><td class="num">{{.Counted}}</td><td class="num">{{.NotReproduced}}</td><td>{{if .Counted}}<span class="bar"><i style="width:{{rate .Mean}}"></i></span>{{rate .Mean}}{{else}}–{{end}}</td><td class="num">{{if .Counted}}{{rate .Std}}{{else}}–{{end}}</td><td class="num">{{if .Counted}}{{rate .Min}}{{else}}–{{end}}</td><td class="num">{{if .Counted}}{{rate .Max}}{{else}}–{{end}}</td><td>{{if .Counted}}{{rate .ShareSolved}} ({{.Solved}}){{else}}–{{end}}</td></tr>{{end}}</tbody>
+</table>
 {{end}}{{if .Single}}{{range .Trajectories}}
 <h2>Latest pass rate per suite</h2>
 <table>
@@ -382,6 +388,12 @@ func WriteText(w io.Writer, r Report) error {
 	}
 	if err := writeLabelsText(w, r); err != nil {
 		return err
+	}
+	for _, sw := range r.Sweeps {
+		fmt.Fprintln(w)
+		if err := WriteSweepText(w, sw); err != nil {
+			return err
+		}
 	}
 	if len(r.Trajectories) < 2 {
 		return nil

@@ -30,6 +30,10 @@
 // A fork's or rerun's store row and trajectory page say where it came from
 // (lineage.go: the trace's forked_from or rerun_of, and a rerun's
 // rerun.json summary line), the source a link when the store holds it.
+// A trajectory's fork sweeps (`traj sweep`, replay/sweepvalue) are drawn
+// under its curve by part: the value of its state at each swept part
+// (filled up to the forks' mean, their spread over it, held until the next
+// swept part) and a mark at the decisive part.
 //
 // # Every harness
 //
@@ -95,7 +99,8 @@
 // /api/t/ID/file/N?path= (with the lines part N added and the parts that
 // changed the file), /api/t/ID/tests[?part=N], /api/t/ID/search?q=&kind=
 // &tool=&session=&error=1&committed=1&run_tests=1 (a query, filters, or
-// both), /api/t/ID/calls[/SEQ] (a call's reply put back together) and
+// both), /api/t/ID/calls[/SEQ] (a call's reply put back together),
+// /api/t/ID/sweeps (its fork sweeps' rows and decisive parts) and
 // /api/compare?ids=A,B (with each run's cost by part, and a fork's source).
 //
 // # Bounded work

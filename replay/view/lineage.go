@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/trajlab/traj/replay/rerun"
+	"github.com/trajlab/traj/replay/sweepvalue"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/ref"
@@ -64,6 +66,36 @@ func (s *Server) sourceInStore(ctx context.Context, l *Lineage) bool {
 		s.logger.Debug("look up lineage source", "source", l.Source, "err", err)
 	}
 	return ok
+}
+
+// SweepView is one fork sweep of a trajectory (replay/sweepvalue) as the
+// trajectory page draws it: a band of its forks' values (min to max) and
+// their mean under the trajectory's own curve, a mark at the decisive part.
+type SweepView struct {
+	Name     string               `json:"name"`
+	Model    string               `json:"model"`
+	Repeats  int                  `json:"repeats"`
+	Rows     []sweepvalue.Row     `json:"rows"`
+	Decisive *sweepvalue.Decisive `json:"decisive,omitempty"`
+}
+
+// apiSweeps serves the trajectory's stored fork sweeps ([] for none).
+func (s *Server) apiSweeps(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := store.ValidateID(id); err != nil {
+		httpError(w, errors.Join(errBadRequest, err))
+		return
+	}
+	res, err := sweepvalue.LoadAll(r.Context(), s.cat.st, store.TrajectoryPrefix(id))
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	out := make([]SweepView, 0, len(res))
+	for _, sw := range res {
+		out = append(out, SweepView{Name: sw.Name, Model: sw.Model, Repeats: sw.Repeats, Rows: sw.Rows, Decisive: sw.Decisive})
+	}
+	writeJSON(w, out)
 }
 
 // loadRerun reads a rerun's comparison (rerun.json) and returns its

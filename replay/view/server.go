@@ -232,6 +232,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/t/{id}/tree/{n}", s.apiTree)
 	mux.HandleFunc("GET /api/t/{id}/file/{n}", s.apiFile)
 	mux.HandleFunc("GET /api/t/{id}/tests", s.apiTests)
+	mux.HandleFunc("GET /api/t/{id}/sweeps", s.apiSweeps)
 	mux.HandleFunc("GET /api/t/{id}/effect/{n}", s.apiEffect)
 	mux.HandleFunc("GET /api/t/{id}/search", s.apiSearch)
 	mux.HandleFunc("GET /api/t/{id}/nav/{n}", s.apiNav)

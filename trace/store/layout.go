@@ -27,6 +27,7 @@ import (
 //	                                               record, uploaded at a turn end (CallChunkKey)
 //	trajectories/<id>/summary.json                 the report's row, written when the trajectory ends
 //	trajectories/<id>/rerun.json                   a rerun's comparison with its source (traj replay rerun)
+//	trajectories/<id>/sweeps/<name>.json           a fork sweep of trajectory id (traj sweep; replay/sweepvalue)
 //	evalcache/<key>.json                           evaluation results by content
 //	evalsecret                                     the evaluation secret (32 random bytes, made once):
 //	                                               the cases' nonces derive from it; never in a sandbox
@@ -67,6 +68,7 @@ const (
 	ExperimentsDir  = "experiments/"
 	ProbesDir       = "probes/"
 	PendingName     = "upload_pending.json"
+	SweepsDir       = "sweeps/"
 )
 
 // TrajectoryPrefix is the folder of one trajectory's objects, with a
@@ -133,6 +135,13 @@ func SummaryKey(id string) string { return TrajectoryPrefix(id) + SummaryName }
 
 // RerunKey is a rerun's comparison with its source (replay/rerun.Report).
 func RerunKey(id string) string { return TrajectoryPrefix(id) + RerunName }
+
+// SweepsPrefix holds the fork sweeps of trajectory id (traj sweep).
+func SweepsPrefix(id string) string { return TrajectoryPrefix(id) + SweepsDir }
+
+// SweepKey is the result of fork sweep name of trajectory id (the
+// sweep's experiment name; replay/sweepvalue.Result).
+func SweepKey(id, name string) string { return SweepsPrefix(id) + name + ".json" }
 
 // ExperimentKey is the record of experiment name (spec and trajectory ids).
 func ExperimentKey(name string) string { return ExperimentsDir + name + "/experiment.json" }

@@ -283,7 +283,7 @@
       if (hidden.has(b.name) || b.points.length < 2) continue;
       const up = b.points.map((p, i) => (i ? "L" : "M") + X(p[0]).toFixed(1) + " " + Y(p[2]).toFixed(1)).join(" ");
       const down = b.points.slice().reverse().map((p) => "L" + X(p[0]).toFixed(1) + " " + Y(p[1]).toFixed(1)).join(" ");
-      lines.appendChild(svg("path", { d: up + " " + down + " Z", fill: b.color, "fill-opacity": 0.15, stroke: "none", class: "band-area" }));
+      lines.appendChild(svg("path", { d: up + " " + down + " Z", fill: b.color, "fill-opacity": 0.15, stroke: "none", class: "band-area" + (b.cls ? " " + b.cls : "") }));
     }
     for (const s of shown) {
       if (!s.points.length) continue;
@@ -304,7 +304,7 @@
     // Vertical marks (a fork point): a line, a short text, a tooltip.
     for (const v of opts.vmarks || []) {
       if (v.x < xmin || v.x > xmax) continue;
-      root.appendChild(svg("g", { class: "fork-mark", "data-part": v.part },
+      root.appendChild(svg("g", { class: "fork-mark" + (v.cls ? " " + v.cls : ""), "data-part": v.part },
         svg("line", { x1: X(v.x), x2: X(v.x), y1: T, y2: Y(0) }),
         svg("text", { x: X(v.x) + 3, y: T + 10 }, v.text),
         svg("title", {}, v.label)));
@@ -439,6 +439,7 @@
           tl),
         detail));
     let curve = null;
+    let sweeps = [];
 
     function drawHead(m) {
       clear(head);
@@ -485,7 +486,24 @@
       const xmax = st.by === "part" ? st.total : (st.meta ? (st.meta.last_time - t0) / 1000 : undefined);
       const l = st.meta && st.meta.lineage;
       const vmarks = l && l.kind === "fork" && l.part > 0 && st.by === "part" ? [{ x: l.part, part: l.part, text: "fork at " + l.part, label: "forked from " + l.source + " at part " + l.part + ": parts 1–" + l.part + " are its" }] : [];
-      chart(chartBox, series, marks, { height: 170, cursor, xlabel, vmarks, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
+      // Fork sweeps of this trajectory (by part only): the value of its
+      // state at each swept part, a band from the worst fork to the best
+      // under the curve, their mean, and a mark at the decisive part.
+      const bands = [];
+      if (st.by === "part") {
+        sweeps.forEach((s, i) => {
+          const rows = s.rows.filter((r) => r.counted > 0), name = "sweep " + s.name + ": value of the state (" + s.repeats + " forks a part)";
+          const color = ["#d97706", "#7c3aed", "#0891b2"][i % 3];
+          // Held flat, as the curves: a part's value holds until the next swept part.
+          const held = (lo, hi) => rows.flatMap((r, j) => j + 1 < rows.length ? [[r.part, lo(r), hi(r)], [rows[j + 1].part, lo(r), hi(r)]] : [[r.part, lo(r), hi(r)]]);
+          bands.push({ name, color, cls: "sweep", points: held(() => 0, (r) => r.mean) });
+          bands.push({ name, color, cls: "sweep-spread", points: held((r) => r.min, (r) => r.max) });
+          series.push({ name, color, dash: "2 2", width: 1.8, points: rows.map((r) => [r.part, r.mean]) });
+          const d = s.decisive;
+          if (d) vmarks.push({ x: d.part, part: d.part, cls: "decisive", text: "decisive " + d.part, label: "sweep " + s.name + ": the value of the state falls by " + Math.round(d.drop * 100) + " points from part " + d.before + " to part " + d.part });
+        });
+      }
+      chart(chartBox, series, marks, { height: 170, cursor, xlabel, vmarks, bands, xmin: st.by === "part" ? 1 : 0, xmax, xfmt: st.by === "part" ? (x) => "part " + Math.round(x) : (x) => dur(x), empty: "No scores: no run_tests results in the trace and no evaluation (run traj replay evaluate)." });
       document.getElementById("curve-source").textContent = curve.source ? "from " + srcName(curve.source) : "";
     }
 
@@ -941,6 +959,7 @@
           if (grew && st.follow) jump(st.total);
           else drawRows();
           curve = await api("/api/t/" + enc(id) + "/curve");
+          sweeps = await api("/api/t/" + enc(id) + "/sweeps").catch(() => []);
           drawCurve();
         }
         if (first) {

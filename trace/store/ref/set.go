@@ -74,6 +74,8 @@ type Listed struct {
 	Trace                     store.FileInfo
 	HasTrace, HasChunks       bool
 	HasSummary, HasEvaluation bool
+	// Sweeps are the keys of its fork sweeps' results (store.SweepKey).
+	Sweeps []string
 }
 
 // IsTrajectory is the one rule: a trace or the chunks to rebuild one.
@@ -104,6 +106,8 @@ func List(ctx context.Context, st Lister) ([]Listed, error) {
 			l.HasSummary = true
 		case name == store.EvaluationName:
 			l.HasEvaluation = true
+		case strings.HasPrefix(name, store.SweepsDir) && strings.HasSuffix(name, ".json"):
+			l.Sweeps = append(l.Sweeps, fi.Key)
 		}
 		return nil
 	})
