@@ -2,10 +2,9 @@ package environment
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
-	"github.com/trajlab/traj/sandbox/xec"
+	"github.com/trajlab/traj/sandbox/xec/exit"
 )
 
 // Executor runs the untrusted actions of an evaluation, one at a time or
@@ -16,17 +15,17 @@ import (
 // room of untrusted code). Paths are the host's; an executor that runs
 // an action in a sandbox shows it only what the action needs (see
 // replay/evalbox). The error is for an action that could not be started;
-// how the untrusted code ended is in the xec.Result.
+// how the untrusted code ended is in the exit.Result.
 type Executor interface {
 	// Build runs `bash build.sh` in tree (writable), stdout and stderr
 	// combined.
-	Build(ctx context.Context, tree string, lim Limits) (xec.Result, error)
+	Build(ctx context.Context, tree string, lim Limits) (exit.Result, error)
 	// Compile runs tree's ./cc (tree read-only) with args from dir, the
 	// case's private folder (writable; it holds the case's sources and
 	// nothing else). Args name files in dir by absolute host path.
-	Compile(ctx context.Context, tree, dir string, args []string, lim Limits) (xec.Result, error)
+	Compile(ctx context.Context, tree, dir string, args []string, lim Limits) (exit.Result, error)
 	// Run runs program, a file the compile produced, alone.
-	Run(ctx context.Context, program string, lim Limits) (xec.Result, error)
+	Run(ctx context.Context, program string, lim Limits) (exit.Result, error)
 }
 
 // Limits bound one action.
@@ -35,29 +34,4 @@ type Limits struct {
 	OutputLimit int
 	// CombineOutput sends stderr into stdout (interleaved).
 	CombineOutput bool
-}
-
-// Host is the Executor for trusted trees (`traj env test`, `--sandbox
-// local`): every action runs on the host as the invoking user, with
-// xec.Run's process-group handling and nothing else.
-type Host struct{}
-
-var _ Executor = Host{}
-
-// Build implements Executor.
-func (Host) Build(ctx context.Context, tree string, lim Limits) (xec.Result, error) {
-	return xec.Run(ctx, xec.Command{Path: "bash", Args: []string{"build.sh"}, Dir: tree,
-		Timeout: lim.Timeout, OutputLimit: lim.OutputLimit, CombineOutput: lim.CombineOutput})
-}
-
-// Compile implements Executor.
-func (Host) Compile(ctx context.Context, tree, dir string, args []string, lim Limits) (xec.Result, error) {
-	return xec.Run(ctx, xec.Command{Path: filepath.Join(tree, "cc"), Args: args, Dir: dir,
-		Timeout: lim.Timeout, OutputLimit: lim.OutputLimit, CombineOutput: lim.CombineOutput})
-}
-
-// Run implements Executor.
-func (Host) Run(ctx context.Context, program string, lim Limits) (xec.Result, error) {
-	return xec.Run(ctx, xec.Command{Path: program, Dir: filepath.Dir(program),
-		Timeout: lim.Timeout, OutputLimit: lim.OutputLimit, CombineOutput: lim.CombineOutput})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler/fresh"
+	"github.com/trajlab/traj/environment/host"
 	"github.com/trajlab/traj/sandbox/xec"
 )
 
@@ -219,7 +220,7 @@ func (e *Env) Build(ctx context.Context, workspace string, x environment.Executo
 
 func executor(x environment.Executor) environment.Executor {
 	if x == nil {
-		return environment.Host{}
+		return host.Executor{}
 	}
 	return x
 }

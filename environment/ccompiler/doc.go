@@ -16,7 +16,7 @@
 // expectations, compares and scores, in the process that asked (traj, on
 // the host). The tree's code runs only through an environment.Executor,
 // which returns raw observations (exit status, output up to a cap, time)
-// and judges nothing: environment.Host for trusted trees, replay/evalbox's
+// and judges nothing: environment/host for trusted trees, replay/evalbox's
 // sandboxes (a fresh one for the build, each compile and each program)
 // for untrusted ones. Whether a compile left a program, or left .s/.o
 // files after rejecting one, is read on the host from the case's folder

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler"
 	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/host"
 )
 
 // gccTree is a tree whose build makes ./cc a wrapper of the host's gcc.
@@ -56,7 +56,7 @@ func TestTreeProtocol(t *testing.T) {
 	}
 	ctx := context.Background()
 	paths := []string{"basics/smoke"}
-	ev := &evaluation.EnvironmentEvaluator{Env: env, Executor: environment.Host{}, CaseWorkers: 2}
+	ev := &evaluation.EnvironmentEvaluator{Env: env, Executor: host.Executor{}, CaseWorkers: 2}
 	var exports atomic.Int32
 	export := func(ctx context.Context, dir string) error {
 		exports.Add(1)

@@ -53,7 +53,7 @@
 // (CheckProvider); what it takes out of every action: sandbox/deny.go.
 //
 // --sandbox local (trusted trees only) runs the same actions on the host
-// (environment.Host).
+// (environment/host).
 //
 // # Cost (BenchmarkPerTree, side by side with the host)
 //
@@ -79,6 +79,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/host"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/xec"
 )
@@ -282,7 +283,7 @@ func (e *Evaluator) evaluate(ctx context.Context, dir string, paths []string, ca
 	}
 	room := StandardRoom()
 	if e.Provider == sandbox.ProviderLocal {
-		ev := &evaluation.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: environment.Host{}, OnCase: e.OnCase,
+		ev := &evaluation.EnvironmentEvaluator{Env: e.Env, CaseWorkers: e.CaseWorkers, Executor: host.Executor{}, OnCase: e.OnCase,
 			TempDir: e.TempDir}
 		if len(e.Artifacts) == 0 {
 			return detailed(ev.EvaluateDetailed(ctx, dir, paths))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trajlab/traj/sandbox/xec/exit"
 	"io"
 	"os"
 	"os/exec"
@@ -41,20 +42,9 @@ type Command struct {
 	ExtraFiles []*os.File
 }
 
-// Result is how a Command ended.
-type Result struct {
-	// ExitCode is the exit status, 128+signal when a signal ended the
-	// process, -1 when it is unknown.
-	ExitCode int
-	// Signal is the signal that ended the process, 0 if none did.
-	Signal syscall.Signal
-	// TimedOut: the Timeout ended the process (not the caller's context).
-	TimedOut bool
-	// Stdout and Stderr are the first OutputLimit bytes of each.
-	Stdout, Stderr string
-	// Elapsed is the time from start to reaping.
-	Elapsed time.Duration
-}
+// Result is how a Command ended (package exit, which runs nothing, so
+// that code that only reads an outcome links no process runner).
+type Result = exit.Result
 
 // Run runs c in its own process group with the parent-death signal, waits
 // for it, and returns how it ended. When the timeout or ctx ends first, the
