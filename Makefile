@@ -165,7 +165,7 @@ bench: setup build image
 .PHONY: bench-scale
 SYNTH_DIR ?=
 bench-scale: build
-	TRAJ_BIN=$(TRAJ) TRAJ_SYNTH_DIR=$(SYNTH_DIR) $(GO) test -run '^$$' -bench '^(BenchmarkScale|BenchmarkReport10000)$$' -benchtime 1x -timeout 90m ./orchestrator/synth ./replay/report
+	TRAJ_BIN=$(TRAJ) TRAJ_SYNTH_DIR=$(SYNTH_DIR) $(GO) test -run '^$$' -bench '^(BenchmarkScale|BenchmarkReport10000)$$' -benchtime 1x -timeout 90m -v ./orchestrator/synth ./replay/report
 
 ## bench-fresh: the fresh suite's cost (generation + gcc oracle) against one tree's
 ## evaluation CPU, side by side (target <= 0.20; part of make bench too).
@@ -281,7 +281,7 @@ stress: setup build
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	TRAJ_BIN=$(TRAJ) TRAJ_KILLS=$(STRESS_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestKillRun' -v ./orchestrator
 	TRAJ_CRASH_PARTS=$(CRASH_PARTS) $(GO) test -count=1 -timeout 30m -run '^TestCrashResumeLarge$$' -v ./trace
-	TRAJ_BIN=$(TRAJ) TRAJ_SYNTH_DIR=$(SYNTH_DIR) TRAJ_SCALE_PARTS=1000000 $(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 600m ./orchestrator/synth
+	TRAJ_BIN=$(TRAJ) TRAJ_SYNTH_DIR=$(SYNTH_DIR) TRAJ_SCALE_PARTS=1000000 $(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 600m -v ./orchestrator/synth
 
 clean:
 	rm -rf bin out

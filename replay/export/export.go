@@ -413,15 +413,6 @@ func exportOne(ctx context.Context, t *ref.Trajectory, opts *Options) (map[strin
 	return rows, in.warnings, err
 }
 
-func loadEvaluation(ctx context.Context, t *ref.Trajectory) (*replay.Output, error) {
-	ev := &replay.Output{}
-	found, err := t.LoadEvaluation(ctx, ev)
-	if err != nil || !found {
-		return nil, err
-	}
-	return ev, nil
-}
-
 // outputPaths are the files one trajectory's export consists of.
 func outputPaths(opts Options, id string) []string {
 	if opts.Format == FormatATIF {
