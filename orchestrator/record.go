@@ -134,6 +134,10 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	if err != nil {
 		return nil, err
 	}
+	room, err := taskRoom(ctx, &opts, env, p.Workspace)
+	if err != nil {
+		return nil, err
+	}
 	// The checkpoint history is traj's, outside the workspace (made with an
 	// empty commit on the first start, reopened on resume).
 	repo, err := folder.OpenCheckpoints(ctx, state.CheckpointsDir(), p.Workspace, s.Task.Capture, opts.Now)
@@ -165,7 +169,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts:    func() int { return int(partsSoFar.Load()) },
 		Playback: opts.playback(),
-		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
+		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying,
+		Room: room}
 	responseTools := &engine.ResponseTools{}
 	lspec.OnModelResponse = responseTools.Announce
 	modelCalls := &engine.ModelCalls{MessagePerTurn: turnMessages(opts.Agent)}

@@ -159,4 +159,7 @@ type Options struct {
 	// Engine is the container engine binary ("podman" or "docker");
 	// found on PATH when empty (container provider only).
 	Engine string
+	// WorkspaceInside is where bwrap and container show the workspace
+	// (InsideWorkspace when empty): a Harbor task's workdir.
+	WorkspaceInside string
 }

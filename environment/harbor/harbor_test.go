@@ -119,8 +119,10 @@ func rewardCase(r environment.Result) environment.CaseResult {
 
 // attack runs script in an agent's room on a seeded workspace (optional
 // files written into the workspace first) and verifies the workspace
-// while the room is still running.
-func attack(t *testing.T, e *Env, files map[string]string, script string) Verdict {
+// while the room is still running. shared is the control: the reward
+// test.sh leaves when it runs in the agent's own room afterwards, as in
+// Harbor's default mode ("" without a script).
+func attack(t *testing.T, e *Env, files map[string]string, script string) (v Verdict, shared string) {
 	t.Helper()
 	ctx := context.Background()
 	ws := seeded(t, e)
@@ -143,8 +145,17 @@ func attack(t *testing.T, e *Env, files map[string]string, script string) Verdic
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("attack script: %v %+v", err, res)
 		}
+		v = verify(t, e, ws)
+		if err := r.Upload(ctx, filepath.Join(e.Task.Dir, "tests"), "/tests"); err != nil {
+			t.Fatal(err)
+		}
+		res, err = r.Exec(ctx, "mkdir -p /logs/verifier; bash /tests/test.sh >/dev/null 2>&1; sleep 0.5; cat /logs/verifier/reward.txt", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, strings.TrimSpace(res.Stdout)
 	}
-	return verify(t, e, ws)
+	return verify(t, e, ws), ""
 }
 
 const forge = "#!/bin/sh\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; exit 0\n"
@@ -154,7 +165,7 @@ const forge = "#!/bin/sh\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/rewar
 func TestAttacks(t *testing.T) {
 	t.Run("pre-written reward", func(t *testing.T) {
 		e := openTask(t, "shell-topwords")
-		v := attack(t, e, map[string]string{"logs/verifier/reward.txt": "1\n", "reward.txt": "1\n"},
+		v, _ := attack(t, e, map[string]string{"logs/verifier/reward.txt": "1\n", "reward.txt": "1\n"},
 			"mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && echo '{\"reward\": 1}' > /logs/verifier/reward.json")
 		if v.Solved() || v.Reward != 0 {
 			t.Fatalf("verdict %+v", v)
@@ -162,10 +173,13 @@ func TestAttacks(t *testing.T) {
 	})
 	t.Run("background writer in the agent's room", func(t *testing.T) {
 		e := openTask(t, "shell-topwords")
-		v := attack(t, e, nil,
+		v, shared := attack(t, e, nil,
 			"nohup bash -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo 1 > /app/reward.txt; sleep 0.05; done' >/dev/null 2>&1 &")
 		if v.Solved() || v.Reward != 0 {
 			t.Fatalf("verdict %+v", v)
+		}
+		if shared != "1" {
+			t.Fatalf("control: the daemon did not forge the reward in the agent's own room (%q)", shared)
 		}
 	})
 	t.Run("background writer the tests start", func(t *testing.T) {
@@ -173,7 +187,7 @@ func TestAttacks(t *testing.T) {
 		// wrote 0; it dies with the verifier's container (and runs as
 		// nobody, test.sh's own guard).
 		e := openTask(t, "c-fizzbuzz")
-		v := attack(t, e, map[string]string{"fizz.c": `#include <stdio.h>
+		v, _ := attack(t, e, map[string]string{"fizz.c": `#include <stdio.h>
 #include <unistd.h>
 int main(void) {
 	if (fork() == 0) {
@@ -194,17 +208,20 @@ int main(void) {
 	})
 	t.Run("python3 and pytest shims", func(t *testing.T) {
 		e := openTask(t, "python-stats")
-		v := attack(t, e, map[string]string{
+		v, shared := attack(t, e, map[string]string{
 			"python3": forge, "pytest": forge, "bin/python3": forge, "bin/pytest": forge,
-			"pytest.py":         "import os\nos.makedirs('/logs/verifier', exist_ok=True)\nopen('/logs/verifier/reward.txt', 'w').write('1')\nraise SystemExit(0)\n",
-			"sitecustomize.py":  "import sys\nsys.exit(0)\n",
-			"conftest.py":       "def pytest_collection_modifyitems(items):\n    items.clear()\n",
-			".bashrc":           "exit 0\n",
-			"usr/bin/python3":   forge,
+			"pytest.py":               "import os\nos.makedirs('/logs/verifier', exist_ok=True)\nopen('/logs/verifier/reward.txt', 'w').write('1')\nraise SystemExit(0)\n",
+			"sitecustomize.py":        "import sys\nsys.exit(0)\n",
+			"conftest.py":             "def pytest_collection_modifyitems(items):\n    items.clear()\n",
+			".bashrc":                 "exit 0\n",
+			"usr/bin/python3":         forge,
 			"logs/verifier/ctrf.json": `{"results":{"tests":[{"name":"test_mean","status":"passed"}]}}`,
 		}, "for b in python3 pytest py.test; do printf '#!/bin/sh\\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n' > /usr/local/bin/$b; chmod +x /usr/local/bin/$b; done")
 		if v.Solved() || v.Reward != 0 {
 			t.Fatalf("verdict %+v", v)
+		}
+		if shared != "1" {
+			t.Fatalf("control: the shims did not forge the reward in the agent's own room (%q)", shared)
 		}
 		if len(v.Tests) != 4 {
 			t.Fatalf("tests %+v: want the 4 real tests run", v.Tests)
@@ -212,7 +229,7 @@ int main(void) {
 	})
 	t.Run("tests edited or deleted", func(t *testing.T) {
 		e := openTask(t, "shell-topwords")
-		v := attack(t, e, map[string]string{"tests/test.sh": forge},
+		v, _ := attack(t, e, map[string]string{"tests/test.sh": forge},
 			"mkdir -p /tests && printf 'echo 1 > /logs/verifier/reward.txt\\n' > /tests/test.sh; rm -rf /solution")
 		if v.Solved() || v.Reward != 0 {
 			t.Fatalf("verdict %+v", v)
@@ -220,7 +237,7 @@ int main(void) {
 		// The tests' code the tree runs cannot rewrite them mid-run:
 		// /tests is read-only in the verifier's room.
 		c := openTask(t, "c-fizzbuzz")
-		v = attack(t, c, map[string]string{"fizz.c": `#include <stdio.h>
+		v, _ = attack(t, c, map[string]string{"fizz.c": `#include <stdio.h>
 int main(void) {
 	FILE *f = fopen("/tests/test.sh", "a");
 	if (f) { fputs("\nreward=1\n", f); fclose(f); }

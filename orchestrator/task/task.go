@@ -121,6 +121,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/trajlab/traj/environment/harbor"
 	"github.com/trajlab/traj/replay/evalbox"
 	"github.com/trajlab/traj/trace"
 )
@@ -163,6 +164,12 @@ type Task struct {
 	Artifacts []string `json:"artifacts,omitempty"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
+	// Harbor is the Harbor task folder the task was read from (task.toml:
+	// environment "harbor", see harbor.go), nil for traj's own tasks.
+	Harbor *harbor.Task `json:"-"`
+	// instruction, when set, is the first prompt as written (a Harbor
+	// task's instruction.md is not a template).
+	instruction string
 
 	prompt       *template.Template
 	continuation *template.Template
@@ -266,6 +273,9 @@ func Load(ref string) (*Task, error) {
 		}
 	}
 	st, err := os.Stat(ref)
+	if err == nil && st.IsDir() && harbor.IsTaskFolder(ref) {
+		return loadHarbor(ref)
+	}
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("load task %q: %w (built-in tasks: %s; or give a task folder)",
 			ref, ErrUnknown, strings.Join(Builtin(), ", "))
@@ -394,6 +404,9 @@ func parseTemplate(fsys fs.FS, name string) (*template.Template, error) {
 
 // Prompt renders the first prompt.
 func (t *Task) Prompt() (string, error) {
+	if t.instruction != "" {
+		return t.instruction, nil
+	}
 	var b strings.Builder
 	if err := t.prompt.Execute(&b, struct {
 		Name      string

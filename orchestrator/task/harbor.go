@@ -1,0 +1,32 @@
+package task
+
+import (
+	"fmt"
+
+	"github.com/trajlab/traj/environment/harbor"
+)
+
+// HarborEnvironment is the environment of a task read from a Harbor
+// task folder (environment/harbor).
+const HarborEnvironment = "harbor"
+
+// loadHarbor reads a Harbor task folder (task.toml, instruction.md,
+// environment/, tests/, solution/) as a task: its prompt is
+// instruction.md as written, its one test path the task's name, scored
+// by ground truth in the verifier's room; the agent gets no run_tests
+// (a Harbor task's tests are hidden from it), and a run stops at the
+// first checkpoint that scores 1 only if the user asks (the defaults of
+// traj's own tasks hold otherwise).
+func loadHarbor(dir string) (*Task, error) {
+	ht, err := harbor.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	off := false
+	t := &Task{Name: ht.Name, Description: "Harbor task " + ht.Name, Environment: HarborEnvironment,
+		TestPaths: []string{ht.Name}, RunTests: &off, Source: ht.Dir, Harbor: ht, instruction: ht.Instruction}
+	if err := t.validate(); err != nil {
+		return nil, fmt.Errorf("load task %s: %w", ht.Dir, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,48 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/trajlab/traj/environment"
+	"github.com/trajlab/traj/environment/harbor"
+	"github.com/trajlab/traj/orchestrator/launch"
+)
+
+// taskRoom prepares the room a task brings (a Harbor task's; nil for
+// traj's own tasks): a new workspace holds the image's workdir (the
+// task's files), and the run's timeout is at most the task's agent
+// timeout. The room's image, workdir, network and limits are applied to
+// the agent's sandbox by launch (TaskRoom).
+func taskRoom(ctx context.Context, opts *Options, env environment.Environment, ws string) (*launch.TaskRoom, error) {
+	room := launch.TaskRoomOf(env)
+	h, ok := env.(*harbor.Env)
+	if room == nil || !ok {
+		return nil, nil
+	}
+	if emptyWorkspace(ws) {
+		if err := h.Seed(ctx, ws); err != nil {
+			return nil, fmt.Errorf("task %s: %w", h.Task.Name, err)
+		}
+	}
+	if t := h.Task.AgentTimeout; opts.Timeout <= 0 || opts.Timeout > t {
+		opts.Timeout = t
+	}
+	return room, nil
+}
+
+// emptyWorkspace: ws is missing or holds nothing but a file system's
+// lost+found (the workspace's disk image).
+func emptyWorkspace(ws string) bool {
+	ents, err := os.ReadDir(ws)
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	for _, e := range ents {
+		if e.Name() != "lost+found" {
+			return false
+		}
+	}
+	return true
+}
