@@ -144,6 +144,9 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	if err != nil {
 		return nil, err
 	}
+	if err := startCheckpoint(ctx, room, s, repo); err != nil {
+		return nil, err
+	}
 	head, err := repo.Head()
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/harbor"
 	"github.com/trajlab/traj/orchestrator/launch"
+	"github.com/trajlab/traj/trace/gitstate"
 )
 
 // taskRoom prepares the room a task brings (a Harbor task's; nil for
@@ -45,4 +46,19 @@ func emptyWorkspace(ws string) bool {
 		}
 	}
 	return true
+}
+
+// startCheckpoint commits what the task's room seeded into a new
+// workspace as the trajectory's start ("part 0 checkpoint"), so the start
+// commit is the task's files, not an empty tree: ground truth and replay
+// score the tree the agent was given. Nothing for traj's own tasks or a
+// continued trace.
+func startCheckpoint(ctx context.Context, room *launch.TaskRoom, s Start, repo *gitstate.Repo) error {
+	if room == nil || s.Recorded.Trace {
+		return nil
+	}
+	if _, err := repo.Checkpoint(ctx, 0); err != nil {
+		return fmt.Errorf("checkpoint the task's files: %w", err)
+	}
+	return nil
 }

@@ -14,7 +14,9 @@ import (
 
 // EnvCmd groups the test-environment commands.
 type EnvCmd struct {
-	Test EnvTestCmd `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
+	Test         EnvTestCmd         `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
+	Check        EnvCheckCmd        `cmd:"" help:"Check a Harbor task folder: its image builds, its oracle scores 1 and a no-op agent 0."`
+	OracleScript EnvOracleScriptCmd `cmd:"" name:"oracle-script" help:"Print a Harbor task's oracle (solution/solve.sh) as a scripted model's script."`
 }
 
 // envFlags are shared by `env test` and `mcp`.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/ccompiler"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evalbox"
@@ -145,6 +146,7 @@ type evalFlags struct {
 	Workers  int      `help:"Distinct trees evaluated at once (0 = number of CPUs)." default:"0"`
 	TestsDir string   `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
 	Sandbox  string   `help:"Sandbox provider each tree is built and tested in: bwrap, container, or local (no isolation: only for trees you trust). Default: the best available; none available is an error." enum:",bwrap,container,local" default:""`
+	Task     string   `type:"existingdir" help:"The Harbor task folder a Harbor trajectory ran (its trees are scored in its verifier's room)."`
 }
 
 // evaluator builds the evaluator of t's trees and the options of its
@@ -153,9 +155,15 @@ type evalFlags struct {
 // cache (nil: none).
 func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajectory, bar *replay.ProgressBar, cache replay.Cache) (*evalbox.Evaluator, replay.EvaluateOptions, error) {
 	var opts replay.EvaluateOptions
-	env, err := ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir})
+	var env environment.Environment
+	env, err := evalEnvironment(ctx, t, f.Task)
 	if err != nil {
-		return nil, opts, &exitError{2, err}
+		return nil, opts, err
+	}
+	if env == nil {
+		if env, err = ccompiler.New(ccompiler.Config{TestsDir: f.TestsDir}); err != nil {
+			return nil, opts, &exitError{2, err}
+		}
 	}
 	var recorded []string
 	if e := t.Trace.Environment; e != nil {
@@ -171,7 +179,7 @@ func (f evalFlags) evaluator(ctx context.Context, g *Globals, t *source.Trajecto
 		}
 	}
 	opts = replay.EvaluateOptions{
-		TestPaths: paths, Workers: f.Workers, EnvironmentName: "c-compiler", Logger: g.Logger, Progress: bar.Tree, Cache: cache,
+		TestPaths: paths, Workers: f.Workers, EnvironmentName: environmentName(t), Logger: g.Logger, Progress: bar.Tree, Cache: cache,
 	}
 	// What the run marked on its environment version (the task hid the C
 	// compiler, its compiles saw only the build's artifacts), replay does

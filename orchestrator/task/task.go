@@ -21,6 +21,13 @@
 //
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
 //
+// A folder holding task.toml instead is a Harbor task folder (harbor.go,
+// environment/harbor): environment "harbor", the task's name as its one
+// test path, instruction.md as the prompt (as written, not a template),
+// no run_tests (its tests are hidden from the agent), ground truth in
+// the verifier's room; the agent's room is the task's image
+// (launch.TaskRoom).
+//
 // "feedback" is how much of a run_tests answer the agent is told: counts,
 // failures (the default: failing case names, no phase, never the suites'
 // expected outputs) or full; the trace keeps the full answer. "run_tests"

@@ -1,0 +1,170 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/sandbox"
+	"github.com/trajlab/traj/trace"
+)
+
+// harborRun records a trajectory on a Harbor task folder with the real
+// OpenCode and the scripted model: the agent in a container from the
+// task's image, ground truth in the verifier's room.
+func harborRun(t *testing.T, taskDir, script string) (*orchestrator.Result, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("container test")
+	}
+	if _, _, err := sandbox.FindEngine(context.Background(), ""); err != nil {
+		t.Skipf("no container engine: %v", err)
+	}
+	o := orchestrator.Options{Task: taskDir, Script: script, MaxParts: 30, Store: t.TempDir(),
+		Model: "scripted/demo", Timeout: 5 * time.Minute, AbortGrace: 5 * time.Second}
+	o.AgentBin, o.TrajBin = needOpenCode(t), needTraj(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	res, err := orchestrator.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, o.Store
+}
+
+// truthByPart is each part's latest ground truth (passed cases), in part
+// order, with session_end's taken by the last part.
+func truthByPart(tr *trace.Trace) map[int]trace.GroundTruth {
+	out := map[int]trace.GroundTruth{}
+	for _, p := range partsOf(tr) {
+		for _, g := range p.GroundTruth {
+			out[g.Part] = g
+		}
+	}
+	if tr.SessionEnd != nil {
+		for _, g := range tr.SessionEnd.GroundTruth {
+			out[g.Part] = g
+		}
+	}
+	return out
+}
+
+// evaluateHarbor runs `traj replay evaluate` on the trajectory without
+// the cache and returns each part's passed cases.
+func evaluateHarbor(t *testing.T, store, id, taskDir string) map[string]int {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "eval.json")
+	cmd := exec.Command(needTraj(t), "replay", "evaluate", id, "--store", store, "--task", taskDir, "--no-cache", "--output", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("replay evaluate: %v\n%s", err, b)
+	}
+	var rep struct {
+		Parts map[string]struct {
+			Passed int `json:"passed"`
+			Total  int `json:"total"`
+		} `json:"part_evaluations"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for k, v := range rep.Parts {
+		got[k] = v.Passed
+	}
+	return got
+}
+
+// TestHarborStaged: a scripted agent solving the Python task in stages
+// (mean, median, mode: a part each) shows a ground-truth curve rising by
+// part (the task's CTRF cases 1, 2, 3, 5 of 5; the start, the task's
+// files, is scored too) and ends solved; `traj replay evaluate` agrees
+// part by part.
+func TestHarborStaged(t *testing.T) {
+	task := "../environment/harbor/testdata/python-stats"
+	res, store := harborRun(t, task, "testdata/harbor-staged.jsonl")
+	tr := readValidTrace(t, res.Dir)
+	if tr.SessionEnd.Reason != trace.EndSolved {
+		t.Fatalf("session_end %s (%s), want solved", tr.SessionEnd.Reason, tr.SessionEnd.Detail)
+	}
+	if tr.Environment == nil || tr.Environment.Name != "harbor" {
+		t.Fatalf("environment %+v, want harbor", tr.Environment)
+	}
+	truth := truthByPart(tr)
+	var curve []int64
+	last := int64(-1)
+	for part := 0; part <= len(partsOf(tr)); part++ {
+		g, ok := truth[part]
+		if !ok || g.Error != "" || g.Commit == "" {
+			continue
+		}
+		if g.Passed != last {
+			curve = append(curve, g.Passed)
+			last = g.Passed
+		}
+	}
+	if len(curve) != 4 || curve[0] != 1 || curve[3] != 5 || curve[1] != 2 || curve[2] != 3 {
+		t.Fatalf("ground-truth curve %v (by part: %+v), want 1, 2, 3, 5", curve, truth)
+	}
+	replayed := evaluateHarbor(t, store, res.TrajectoryID, task)
+	for _, p := range partsOf(tr) {
+		g, ok := truth[p.Part]
+		if !ok {
+			continue
+		}
+		if n, ok := replayed[strconv.Itoa(p.Part)]; ok && int64(n) != g.Passed {
+			t.Errorf("part %d: replay evaluate %d passed, ground truth %d", p.Part, n, g.Passed)
+		}
+	}
+}
+
+// TestHarborAttacks: a scripted agent pre-writes /logs/verifier/reward.txt
+// (in its room and its workspace), puts python3/pytest/cmp/bash shims in
+// the workspace, writes a tests/test.sh of its own and leaves a writer
+// running in its room: ground truth is 0 at every part, the run is not
+// solved, and `traj replay evaluate` gives 0 too.
+func TestHarborAttacks(t *testing.T) {
+	task := "../environment/harbor/testdata/shell-topwords"
+	res, store := harborRun(t, task, "testdata/harbor-attacks.jsonl")
+	tr := readValidTrace(t, res.Dir)
+	if tr.SessionEnd.Reason == trace.EndSolved {
+		t.Fatalf("session_end solved (%s): a forged reward was believed", tr.SessionEnd.Detail)
+	}
+	// The forged files are in the trees ground truth scored.
+	changed := map[string]bool{}
+	for _, p := range partsOf(tr) {
+		if p.RepoCheckpoint != nil {
+			for _, f := range p.RepoCheckpoint.ChangedFiles {
+				changed[f] = true
+			}
+		}
+	}
+	for _, f := range []string{"reward.txt", "logs/verifier/reward.txt", "bin/python3", "pytest", "tests/test.sh"} {
+		if !changed[f] {
+			t.Errorf("the attack's %s is in no checkpoint (changed: %v)", f, changed)
+		}
+	}
+	truth := truthByPart(tr)
+	if len(truth) < 2 {
+		t.Fatalf("ground truth for %d parts, want the start and the attacks' checkpoints: %+v", len(truth), truth)
+	}
+	for part, g := range truth {
+		if g.Passed != 0 || g.Solved {
+			t.Errorf("part %d: ground truth %+v, want reward 0", part, g)
+		}
+	}
+	for part, n := range evaluateHarbor(t, store, res.TrajectoryID, task) {
+		if n != 0 {
+			t.Errorf("part %s: replay evaluate passed %d, want 0", part, n)
+		}
+	}
+}
