@@ -296,3 +296,45 @@ func TestStagedCurve(t *testing.T) {
 		t.Fatalf("curve %v: want 5/5 at the end", curve)
 	}
 }
+
+// TestDockerImage: a task naming a docker_image on this machine runs
+// from it without a Dockerfile; one naming an image that would need a
+// registry is refused before anything runs, naming the image.
+func TestDockerImage(t *testing.T) {
+	openTask(t, "shell-topwords") // the engine, and debian:bookworm built
+	ctx := context.Background()
+	files := map[string]string{
+		TaskFile:        "[verifier]\ntimeout_sec = 30\n[environment]\ndocker_image = \"debian:bookworm\"\nallow_internet = false\n",
+		InstructionFile: "Write ok into /app/ok.\n",
+		TestScript:      "if [ \"$(cat /app/ok)\" = ok ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+	}
+	tk, err := Load(writeTask(t, "prebuilt", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(ctx, tk, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Workdir != DefaultWorkdir {
+		t.Errorf("workdir %q, want %q (the image names none)", e.Workdir, DefaultWorkdir)
+	}
+	ws := t.TempDir()
+	if v := verify(t, e, ws); v.Reward != 0 {
+		t.Fatalf("empty workspace: %+v", v)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "ok"), []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v := verify(t, e, ws); !v.Solved() {
+		t.Fatalf("solved workspace: %+v", v)
+	}
+	files[TaskFile] = "[environment]\ndocker_image = \"ghcr.io/example/none:1\"\n"
+	tk, err = Load(writeTask(t, "remote", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, tk, Options{}); err == nil || !strings.Contains(err.Error(), "ghcr.io/example/none:1 is not on this machine") {
+		t.Fatalf("Open: %v, want the remote image refused", err)
+	}
+}
