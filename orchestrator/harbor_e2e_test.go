@@ -3,14 +3,20 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/replay/view"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
 )
@@ -115,6 +121,7 @@ func TestHarborStaged(t *testing.T) {
 	if len(curve) != 4 || curve[0] != 1 || curve[3] != 5 || curve[1] != 2 || curve[2] != 3 {
 		t.Fatalf("ground-truth curve %v (by part: %+v), want 1, 2, 3, 5", curve, truth)
 	}
+	viewerCurve(t, store, res.TrajectoryID)
 	replayed := evaluateHarbor(t, store, res.TrajectoryID, task)
 	for _, p := range partsOf(tr) {
 		g, ok := truth[p.Part]
@@ -166,5 +173,53 @@ func TestHarborAttacks(t *testing.T) {
 		if n != 0 {
 			t.Errorf("part %s: replay evaluate passed %d, want 0", part, n)
 		}
+	}
+}
+
+// viewerCurve checks the viewer's curve of the trajectory: it comes from
+// ground truth and rises through at least three rates to 1.
+func viewerCurve(t *testing.T, store, id string) {
+	t.Helper()
+	srv, err := view.New(t.Context(), view.Options{StoreURL: store, CacheDir: t.TempDir(), Token: "harbor", Poll: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	jar, _ := cookiejar.New(nil)
+	cl := &http.Client{Jar: jar}
+	var curve struct {
+		Source string       `json:"source"`
+		Points [][3]float64 `json:"points"`
+	}
+	for _, path := range []string{"/?token=harbor", "/api/t/" + id + "/curve"} {
+		resp, err := cl.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %v %s %.300s", path, err, resp.Status, b)
+		}
+		if strings.HasSuffix(path, "/curve") {
+			if err := json.Unmarshal(b, &curve); err != nil {
+				t.Fatalf("curve: %v: %.300s", err, b)
+			}
+		}
+	}
+	var rates []float64
+	for _, p := range curve.Points {
+		if n := len(rates); n == 0 || rates[n-1] != p[2] {
+			rates = append(rates, p[2])
+		}
+	}
+	for i := 1; i < len(rates); i++ {
+		if rates[i] < rates[i-1] {
+			t.Fatalf("viewer curve %v falls", rates)
+		}
+	}
+	if len(rates) < 3 || rates[len(rates)-1] != 1 || curve.Source == "" {
+		t.Fatalf("viewer curve (source %q) %v: want it rising through three rates to 1", curve.Source, rates)
 	}
 }

@@ -280,3 +280,24 @@ func size(key, s string, mb *int64) (int64, error) {
 	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
 	return int64(n * float64(int64(1)<<shift)), nil
 }
+
+// Dataset lists the task folders of a dataset folder (its immediate
+// subfolders holding a task.toml, by name), and false when dir is not
+// one (it is a task folder itself, or holds no task folder): a dataset
+// is an experiment's task axis, a trajectory per task.
+func Dataset(dir string) ([]string, bool) {
+	if IsTaskFolder(dir) {
+		return nil, false
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false
+	}
+	var out []string
+	for _, e := range ents {
+		if p := filepath.Join(dir, e.Name()); e.IsDir() && IsTaskFolder(p) {
+			out = append(out, p)
+		}
+	}
+	return out, len(out) > 0
+}

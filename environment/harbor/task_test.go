@@ -180,3 +180,16 @@ func TestReadVerdict(t *testing.T) {
 		}
 	})
 }
+
+func TestDataset(t *testing.T) {
+	list, ok := Dataset("testdata")
+	if !ok || len(list) != 3 || filepath.Base(list[0]) != "c-fizzbuzz" {
+		t.Fatalf("Dataset(testdata) = %v %v", list, ok)
+	}
+	if _, ok := Dataset("testdata/c-fizzbuzz"); ok {
+		t.Fatal("a task folder is not a dataset")
+	}
+	if _, ok := Dataset(t.TempDir()); ok {
+		t.Fatal("an empty folder is not a dataset")
+	}
+}
