@@ -91,7 +91,7 @@ func evaluateHarbor(t *testing.T, store, id, taskDir string) map[string]int {
 }
 
 // TestHarborStaged: a scripted agent solving the Python task in stages
-// (mean, median, mode: a part each) shows a ground-truth curve rising by
+// (mean, median, mode: a turn each, so each is scored) shows a ground-truth curve rising by
 // part (the task's CTRF cases 1, 2, 3, 5 of 5; the start, the task's
 // files, is scored too) and ends solved; `traj replay evaluate` agrees
 // part by part.

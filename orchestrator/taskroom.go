@@ -8,6 +8,8 @@ import (
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/harbor"
 	"github.com/trajlab/traj/orchestrator/launch"
+	"github.com/trajlab/traj/orchestrator/task"
+	"github.com/trajlab/traj/sandbox/disk"
 	"github.com/trajlab/traj/trace/gitstate"
 )
 
@@ -61,4 +63,15 @@ func startCheckpoint(ctx context.Context, room *launch.TaskRoom, s Start, repo *
 		return fmt.Errorf("checkpoint the task's files: %w", err)
 	}
 	return nil
+}
+
+// taskDisk is o with a Harbor task's storage as the sandbox's disk cap
+// (workspace and harness state) when the user set none: the default cap
+// gives way, an explicit --disk or a resumed run's stays.
+func taskDisk(tk *task.Task, o launch.SandboxOptions) launch.SandboxOptions {
+	if tk.Harbor == nil || tk.Harbor.Environment.Storage <= 0 || (o.Disk != 0 && !o.DiskOptional) {
+		return o
+	}
+	o.Disk = max(tk.Harbor.Environment.Storage, disk.MinSize)
+	return o
 }

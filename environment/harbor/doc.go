@@ -53,6 +53,13 @@
 //
 // # The agent's room (Seed, Room, Oracle)
 //
+// A trajectory's agent runs in traj's container sandbox over the same
+// image (orchestrator/launch.TaskRoom: the workspace at the workdir, the
+// task's CPUs and memory, its storage as the disk cap, no network beyond
+// traj's gateways unless allow_internet, a read-only root as in every
+// container sandbox), for at most [agent] timeout_sec. A dataset folder
+// (Dataset) is an experiment's task axis.
+//
 // Seed copies the image's workdir into a new workspace. A Room is a
 // container from the same image with the workspace bound at the workdir
 // and the task's network and limits, kept running until Close (so what a

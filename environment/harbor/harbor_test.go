@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/sandbox"
@@ -336,5 +337,32 @@ func TestDockerImage(t *testing.T) {
 	}
 	if _, err := Open(ctx, tk, Options{}); err == nil || !strings.Contains(err.Error(), "ghcr.io/example/none:1 is not on this machine") {
 		t.Fatalf("Open: %v, want the remote image refused", err)
+	}
+}
+
+// TestVerifierTimeout: a test.sh that does not finish within the
+// verifier timeout scores 0, saying so, and leaves no container behind.
+func TestVerifierTimeout(t *testing.T) {
+	openTask(t, "shell-topwords") // the engine, and debian:bookworm built
+	ctx := context.Background()
+	tk, err := Load(writeTask(t, "slow", map[string]string{
+		TaskFile:        "[verifier]\ntimeout_sec = 2\n[environment]\ndocker_image = \"debian:bookworm\"\n",
+		InstructionFile: "Nothing.\n",
+		TestScript:      "echo 1 > /logs/verifier/reward.txt\nsleep 300\n",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(ctx, tk, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := verify(t, e, t.TempDir())
+	if !v.TimedOut || v.Solved() || !strings.Contains(v.Problem, "verifier timeout") {
+		t.Fatalf("verdict %+v, want a timeout and reward 0", v)
+	}
+	out, err := e.Engine.Run(ctx, time.Minute, nil, "ps", "-a", "--filter", "name=traj-verify-slow-", "--format", "{{.Names}}")
+	if err != nil || strings.TrimSpace(out) != "" {
+		t.Fatalf("containers left: %q %v", out, err)
 	}
 }

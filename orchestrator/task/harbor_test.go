@@ -13,7 +13,7 @@ func TestLoadHarbor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tk.Environment != HarborEnvironment || tk.Name != "python-stats" || tk.Harbor == nil ||
-		strings.Join(tk.TestPaths, ",") != "python-stats" || tk.AgentRunTests() || tk.GroundTruth.Off {
+		strings.Join(tk.TestPaths, ",") != "python-stats" || tk.AgentRunTests() || tk.GroundTruth.Off || tk.GroundTruth.FailingTests != -1 {
 		t.Fatalf("task %+v", tk)
 	}
 	p, err := tk.Prompt()
