@@ -366,3 +366,38 @@ func TestVerifierTimeout(t *testing.T) {
 		t.Fatalf("containers left: %q %v", out, err)
 	}
 }
+
+// TestNetworkPolicy: allow_internet = false leaves the verifier's room
+// and the agent's room (Room) no network interface but loopback; true
+// gives them the host's.
+func TestNetworkPolicy(t *testing.T) {
+	openTask(t, "shell-topwords") // the engine, and debian:bookworm built
+	ctx := context.Background()
+	for _, allow := range []bool{false, true} {
+		toml := "[environment]\ndocker_image = \"debian:bookworm\"\nallow_internet = " + map[bool]string{false: "false", true: "true"}[allow] + "\n"
+		tk, err := Load(writeTask(t, "net", map[string]string{TaskFile: toml, InstructionFile: "x\n",
+			TestScript: "ls /sys/class/net | tr '\\n' ' '; echo 1 > /logs/verifier/reward.txt\n"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Open(ctx, tk, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := verify(t, e, t.TempDir())
+		r, err := e.OpenRoom(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Exec(ctx, "ls /sys/class/net | tr '\\n' ' '", time.Minute)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for room, nets := range map[string]string{"verifier": v.Output, "agent": res.Stdout} {
+			if only := strings.TrimSpace(nets) == "lo"; only == allow {
+				t.Errorf("allow_internet %v: the %s's room has interfaces %q", allow, room, nets)
+			}
+		}
+	}
+}
