@@ -223,3 +223,27 @@ func viewerCurve(t *testing.T, store, id string) {
 		t.Fatalf("viewer curve (source %q) %v: want it rising through three rates to 1", curve.Source, rates)
 	}
 }
+
+// TestHarborOracle runs the README's oracle lines on the C task: `traj env
+// oracle-script` and a run with it (solve.sh as the agent's bash call,
+// through OpenCode in the task's image): the start scores 0, the run
+// ends solved by ground truth.
+func TestHarborOracle(t *testing.T) {
+	task := "../environment/harbor/testdata/c-fizzbuzz"
+	script, err := exec.Command(needTraj(t), "env", "oracle-script", task).Output()
+	if err != nil {
+		t.Fatalf("oracle-script: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "oracle.jsonl")
+	if err := os.WriteFile(p, script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := harborRun(t, task, p)
+	tr := readValidTrace(t, res.Dir)
+	if tr.SessionEnd.Reason != trace.EndSolved {
+		t.Fatalf("session_end %s (%s), want solved", tr.SessionEnd.Reason, tr.SessionEnd.Detail)
+	}
+	if g, ok := truthByPart(tr)[0]; !ok || g.Passed != 0 {
+		t.Fatalf("the start's ground truth %+v, want reward 0", g)
+	}
+}
