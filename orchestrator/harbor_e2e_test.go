@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trajlab/traj/orchestrator"
+	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/replay/view"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/trace"
@@ -26,6 +27,12 @@ import (
 // task's image, ground truth in the verifier's room.
 func harborRun(t *testing.T, taskDir, script string) (*orchestrator.Result, string) {
 	t.Helper()
+	return harborRunWith(t, taskDir, script, launch.SandboxOptions{})
+}
+
+// harborRunWith is harborRun with sandbox options.
+func harborRunWith(t *testing.T, taskDir, script string, sb launch.SandboxOptions) (*orchestrator.Result, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("container test")
 	}
@@ -33,7 +40,7 @@ func harborRun(t *testing.T, taskDir, script string) (*orchestrator.Result, stri
 		t.Skipf("no container engine: %v", err)
 	}
 	o := orchestrator.Options{Task: taskDir, Script: script, MaxParts: 30, Store: t.TempDir(),
-		Model: "scripted/demo", Timeout: 5 * time.Minute, AbortGrace: 5 * time.Second}
+		Model: "scripted/demo", Timeout: 5 * time.Minute, AbortGrace: 5 * time.Second, Sandbox: sb}
 	o.AgentBin, o.TrajBin = needOpenCode(t), needTraj(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -245,5 +252,35 @@ func TestHarborOracle(t *testing.T) {
 	}
 	if g, ok := truthByPart(tr)[0]; !ok || g.Passed != 0 {
 		t.Fatalf("the start's ground truth %+v, want reward 0", g)
+	}
+}
+
+// TestHarborBwrap: with --sandbox bwrap a Harbor task's agent runs in
+// bwrap over the task image's root file system (unpacked once, cached):
+// its python3 imports Debian's pytest, which the image has and the host
+// need not, its working folder is the workdir, and the run ends solved.
+func TestHarborBwrap(t *testing.T) {
+	if err := sandbox.BwrapWorks(context.Background()); err != nil {
+		t.Skipf("bwrap: %v", err)
+	}
+	task := "../environment/harbor/testdata/python-stats"
+	res, _ := harborRunWith(t, task, "testdata/harbor-bwrap.jsonl", launch.SandboxOptions{Provider: sandbox.ProviderBwrap})
+	tr := readValidTrace(t, res.Dir)
+	if tr.SessionEnd.Reason != trace.EndSolved {
+		t.Fatalf("session_end %s (%s), want solved", tr.SessionEnd.Reason, tr.SessionEnd.Detail)
+	}
+	seen := false
+	for _, p := range partsOf(tr) {
+		var c struct {
+			State struct {
+				Output string `json:"output"`
+			} `json:"state"`
+		}
+		if p.Tool == "bash" && json.Unmarshal(p.Content, &c) == nil && strings.Contains(c.State.Output, "pytest-in-room") {
+			seen = strings.Contains(c.State.Output, "\n/app")
+		}
+	}
+	if !seen {
+		t.Fatal("the agent's python3 did not import the image's pytest in /app")
 	}
 }

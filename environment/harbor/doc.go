@@ -57,8 +57,13 @@
 // image (orchestrator/launch.TaskRoom: the workspace at the workdir, the
 // task's CPUs and memory, its storage as the disk cap, no network beyond
 // traj's gateways unless allow_internet, a read-only root as in every
-// container sandbox), for at most [agent] timeout_sec. A dataset folder
-// (Dataset) is an experiment's task axis.
+// container sandbox), for at most [agent] timeout_sec; with --sandbox
+// bwrap, in bwrap over the image's root file system (RootFS: unpacked
+// once per image into traj's cache folder, shown read-only where bwrap
+// shows the host's /usr, /bin, /lib… and /etc files; measured: OpenCode
+// ready in 20 s against 33 s in a container, the image unpacked in about
+// 10 s, 318 MB for python-stats). A dataset folder (Dataset) is an
+// experiment's task axis.
 //
 // Seed copies the image's workdir into a new workspace. A Room is a
 // container from the same image with the workspace bound at the workdir

@@ -70,6 +70,8 @@ type TaskRoom struct {
 	AllowInternet bool
 	CPUs          float64
 	Memory        int64
+	// RootFS unpacks the image for a room in bwrap (harbor.Env.RootFS).
+	RootFS func(ctx context.Context) (string, error)
 }
 
 // TaskRoomOf is env's room, nil for an environment without one (the C
@@ -80,19 +82,30 @@ func TaskRoomOf(env environment.Environment) *TaskRoom {
 		return nil
 	}
 	s := e.Task.Environment
-	return &TaskRoom{Image: e.Image.ID, Workdir: e.Workdir, AllowInternet: s.AllowInternet, CPUs: s.CPUs, Memory: s.Memory}
+	return &TaskRoom{Image: e.Image.ID, Workdir: e.Workdir, AllowInternet: s.AllowInternet, CPUs: s.CPUs, Memory: s.Memory,
+		RootFS: func(ctx context.Context) (string, error) { return e.RootFS(ctx, sandbox.CacheDir()) }}
 }
 
 // apply is o with the room's image, workdir, network and limits: the
-// container provider (the image is the task's), no network beyond
-// traj's gateways unless the task allows the internet, the task's CPUs
-// and memory unless the user set them.
-func (r *TaskRoom) apply(o SandboxOptions) (SandboxOptions, error) {
+// container provider (the image is the task's), or bwrap over the
+// image's root file system when asked (--sandbox bwrap), no network
+// beyond traj's gateways unless the task allows the internet, the task's
+// CPUs and memory unless the user set them.
+func (r *TaskRoom) apply(ctx context.Context, o SandboxOptions) (SandboxOptions, error) {
 	switch o.Provider {
 	case "", sandbox.ProviderContainer:
 		o.Provider = sandbox.ProviderContainer
+	case sandbox.ProviderBwrap:
+		if r.RootFS == nil {
+			return o, fmt.Errorf("--sandbox bwrap: the task's image has no root file system to show")
+		}
+		root, err := r.RootFS(ctx)
+		if err != nil {
+			return o, fmt.Errorf("--sandbox bwrap: %w", err)
+		}
+		o.RootFS = root
 	default:
-		return o, fmt.Errorf("--sandbox %s: a Harbor task's agent runs in a container from the task's image (--sandbox container)", o.Provider)
+		return o, fmt.Errorf("--sandbox %s: a Harbor task's agent runs in its image: a container (--sandbox container) or bwrap over its root file system (--sandbox bwrap)", o.Provider)
 	}
 	o.Image, o.WorkspaceInside = r.Image, r.Workdir
 	if !r.AllowInternet {

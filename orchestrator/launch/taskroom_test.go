@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -25,10 +26,14 @@ func TestTaskRoomApply(t *testing.T) {
 		{"internet allowed", open, SandboxOptions{Network: sandbox.NetworkFull}, SandboxOptions{Provider: "container", Image: "img",
 			WorkspaceInside: "/app", Network: sandbox.NetworkFull}, ""},
 		{"full refused", closed, SandboxOptions{Network: sandbox.NetworkFull}, SandboxOptions{}, "allow_internet = false"},
-		{"bwrap refused", closed, SandboxOptions{Provider: "bwrap"}, SandboxOptions{}, "--sandbox container"},
+		{"bwrap without a root file system", closed, SandboxOptions{Provider: "bwrap"}, SandboxOptions{}, "no root file system"},
+		{"bwrap over the image", &TaskRoom{Image: "img", Workdir: "/app", RootFS: func(context.Context) (string, error) { return "/r", nil }},
+			SandboxOptions{Provider: "bwrap"}, SandboxOptions{Provider: "bwrap", Image: "img", WorkspaceInside: "/app", RootFS: "/r",
+				Network: sandbox.NetworkGateways}, ""},
+		{"local refused", closed, SandboxOptions{Provider: "local"}, SandboxOptions{}, "--sandbox container"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.room.apply(tc.in)
+			got, err := tc.room.apply(t.Context(), tc.in)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("apply: %v, want %q", err, tc.err)
@@ -36,7 +41,7 @@ func TestTaskRoomApply(t *testing.T) {
 				return
 			}
 			if err != nil || got.Provider != tc.want.Provider || got.Image != tc.want.Image || got.WorkspaceInside != tc.want.WorkspaceInside ||
-				got.Network != tc.want.Network || got.Limits != tc.want.Limits {
+				got.Network != tc.want.Network || got.Limits != tc.want.Limits || got.RootFS != tc.want.RootFS {
 				t.Fatalf("apply = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
