@@ -69,11 +69,16 @@ func truthByPart(tr *trace.Trace) map[int]trace.GroundTruth {
 }
 
 // evaluateHarbor runs `traj replay evaluate` on the trajectory without
-// the cache and returns each part's passed cases.
+// the cache and returns each part's passed cases; taskDir "" leaves the
+// task folder to the one run.json names.
 func evaluateHarbor(t *testing.T, store, id, taskDir string) map[string]int {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "eval.json")
-	cmd := exec.Command(needTraj(t), "replay", "evaluate", id, "--store", store, "--task", taskDir, "--no-cache", "--output", out)
+	args := []string{"replay", "evaluate", id, "--store", store, "--no-cache", "--output", out}
+	if taskDir != "" {
+		args = append(args, "--task", taskDir)
+	}
+	cmd := exec.Command(needTraj(t), args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("replay evaluate: %v\n%s", err, b)
 	}
@@ -145,7 +150,8 @@ func TestHarborStaged(t *testing.T) {
 // (in its room and its workspace), puts python3/pytest/cmp/bash shims in
 // the workspace, writes a tests/test.sh of its own and leaves a writer
 // running in its room: ground truth is 0 at every part, the run is not
-// solved, and `traj replay evaluate` gives 0 too.
+// solved, and `traj replay evaluate` (the task folder from run.json)
+// gives 0 too.
 func TestHarborAttacks(t *testing.T) {
 	task := "../environment/harbor/testdata/shell-topwords"
 	res, store := harborRun(t, task, "testdata/harbor-attacks.jsonl")
@@ -176,7 +182,7 @@ func TestHarborAttacks(t *testing.T) {
 			t.Errorf("part %d: ground truth %+v, want reward 0", part, g)
 		}
 	}
-	for part, n := range evaluateHarbor(t, store, res.TrajectoryID, task) {
+	for part, n := range evaluateHarbor(t, store, res.TrajectoryID, "") {
 		if n != 0 {
 			t.Errorf("part %s: replay evaluate passed %d, want 0", part, n)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/harbor"
 	"github.com/trajlab/traj/replay/source"
+	"github.com/trajlab/traj/trace/store"
 )
 
 // EnvCheckCmd checks a Harbor task folder before agents run on it: the
@@ -114,14 +116,18 @@ func (c *EnvOracleScriptCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 // evalEnvironment is the environment a trajectory's trees are evaluated
-// with: a Harbor task's (its folder given by taskDir, as it was run)
-// when the trace names environment harbor, else nil (the C compiler's).
+// with: a Harbor task's (its folder given by taskDir, else the one its
+// run.json names when that folder is here) when the trace names
+// environment harbor, else nil (the C compiler's).
 func evalEnvironment(ctx context.Context, t *source.Trajectory, taskDir string) (environment.Environment, error) {
 	if e := t.Trace.Environment; e == nil || e.Name != "harbor" {
 		if taskDir != "" {
 			return nil, &exitError{2, fmt.Errorf("--task: trajectory %s is not of a Harbor task", t.ID)}
 		}
 		return nil, nil
+	}
+	if taskDir == "" {
+		taskDir = recordedTask(t)
 	}
 	if taskDir == "" {
 		return nil, &exitError{2, fmt.Errorf("trajectory %s is of Harbor task %s: give its folder with --task", t.ID, t.Trace.Task)}
@@ -143,4 +149,23 @@ func environmentName(t *source.Trajectory) string {
 		return e.Name
 	}
 	return "c-compiler"
+}
+
+// recordedTask is the Harbor task folder a local trajectory's run.json
+// names, when it is still a Harbor task folder here ("" otherwise).
+func recordedTask(t *source.Trajectory) string {
+	if t.TracePath == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(t.TracePath), store.RunStateName))
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		TaskSource string `json:"task_source"`
+	}
+	if json.Unmarshal(b, &st) != nil || !filepath.IsAbs(st.TaskSource) || !harbor.IsTaskFolder(st.TaskSource) {
+		return ""
+	}
+	return st.TaskSource
 }

@@ -146,7 +146,7 @@ type evalFlags struct {
 	Workers  int      `help:"Distinct trees evaluated at once (0 = number of CPUs)." default:"0"`
 	TestsDir string   `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
 	Sandbox  string   `help:"Sandbox provider each tree is built and tested in: bwrap, container, or local (no isolation: only for trees you trust). Default: the best available; none available is an error." enum:",bwrap,container,local" default:""`
-	Task     string   `type:"existingdir" help:"The Harbor task folder a Harbor trajectory ran (its trees are scored in its verifier's room)."`
+	Task     string   `type:"existingdir" help:"The Harbor task folder a Harbor trajectory ran (its trees are scored in its verifier's room; default: the folder its run.json names, when here)."`
 }
 
 // evaluator builds the evaluator of t's trees and the options of its
