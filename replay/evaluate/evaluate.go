@@ -102,6 +102,9 @@ type Request struct {
 type Evaluation struct {
 	Evaluator *evalbox.Evaluator
 	Options   replay.EvaluateOptions
+	// Task is the task folder the environment was opened on ("": none),
+	// what a cluster's tasks are given too.
+	Task string
 }
 
 func (r Request) local() bool { return r.Executor == "" || r.Executor == "local" }
@@ -377,7 +380,7 @@ func NewEvaluation(ctx context.Context, t *source.Trajectory, req Request, bar *
 		return Evaluation{}, fmt.Errorf("%w (or --sandbox local for trees you trust)", err)
 	}
 	req.logger().Info("evaluating", "sandbox", ev.Provider)
-	return Evaluation{Evaluator: ev, Options: opts}, nil
+	return Evaluation{Evaluator: ev, Options: opts, Task: task}, nil
 }
 
 // AllottedCPUs is the CPUs an evaluate may use: a Slurm job's

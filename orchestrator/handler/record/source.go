@@ -169,24 +169,12 @@ func Compare(ctx context.Context, src *Source, newID, storeURL string, until int
 }
 
 // RecordedTask is the task folder a local trajectory's run recorded
-// (run.json beside its trace, read by folder.ReadRunState and mapped by
-// orchestrator.OptionsOf), when that folder is here; "" otherwise (a
-// built-in task, no run.json, a folder of another machine). `traj replay
-// evaluate` takes it when --task is not given (evaluate.Request.TaskOf).
+// (orchestrator.RecordedTask of the folder its trace is in), "" when
+// there is none here. `traj replay evaluate` takes it when --task is not
+// given (evaluate.Request.TaskOf).
 func RecordedTask(t *source.Trajectory) string {
 	if t.TracePath == "" {
 		return ""
 	}
-	st, err := folder.ReadRunState(filepath.Join(filepath.Dir(t.TracePath), store.RunStateName))
-	if err != nil {
-		return ""
-	}
-	o, err := orchestrator.OptionsOf(st)
-	if err != nil || !filepath.IsAbs(o.Task) {
-		return ""
-	}
-	if fi, err := os.Stat(o.Task); err != nil || !fi.IsDir() {
-		return ""
-	}
-	return o.Task
+	return orchestrator.RecordedTask(filepath.Dir(t.TracePath))
 }
