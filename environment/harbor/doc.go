@@ -49,12 +49,18 @@
 // 1 (its actual_stdout is the reward file's text): the task is solved
 // when every case passes. The version is a digest of the image's ID, the
 // tests' files and the verifier's settings, so replay's cache keys a
-// result by tree and image.
+// result by tree and image. It is the registry's entry "harbor" (Name,
+// environment/evaluation/registry): OpenFolder on the task's folder
+// (registry.Config.TaskDir; `traj replay evaluate` takes --task, else the
+// folder run.json names), scored through evalbox.New and the one
+// per-tree protocol like the C compiler's trees; nothing above
+// environment/ opens it by name. Check is `traj env check`.
 //
 // # The agent's room (Seed, Room, Oracle)
 //
 // A trajectory's agent runs in traj's container sandbox over the same
-// image (orchestrator/launch.TaskRoom: the workspace at the workdir, the
+// image, learnt from AgentRoom (environment.Roomed;
+// orchestrator/launch.TaskRoom: the workspace at the workdir, the
 // task's CPUs and memory, its storage as the disk cap, no network beyond
 // traj's gateways unless allow_internet, a read-only root as in every
 // container sandbox), for at most [agent] timeout_sec; with --sandbox
