@@ -22,7 +22,7 @@
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
 //
 // A folder holding task.toml instead is a Harbor task folder (harbor.go,
-// environment/harbor): environment "harbor", the task's name as its one
+// environment/harbor): environment harbor.Name, the task's name as its one
 // test path, instruction.md as the prompt (as written, not a template),
 // no run_tests (its tests are hidden from the agent), ground truth in
 // the verifier's room; the agent's room is the task's image
@@ -172,7 +172,7 @@ type Task struct {
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
 	// Harbor is the Harbor task folder the task was read from (task.toml:
-	// environment "harbor", see harbor.go), nil for traj's own tasks.
+	// environment harbor.Name, see harbor.go), nil for traj's own tasks.
 	Harbor *harbor.Task `json:"-"`
 	// instruction, when set, is the first prompt as written (a Harbor
 	// task's instruction.md is not a template).
