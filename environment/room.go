@@ -17,10 +17,10 @@ type Room struct {
 	Workdir string
 	// AllowInternet false: no network beyond traj's gateways.
 	AllowInternet bool
-	// CPUs and Memory (bytes) bound the room unless the user set limits;
-	// Storage (bytes) is the disk cap unless the user set one (0: none).
-	CPUs            float64
-	Memory, Storage int64
+	// CPUs and Memory (bytes) bound the room unless the user set limits
+	// (the disk cap is the task's: orchestrator/task.Task.Storage).
+	CPUs   float64
+	Memory int64
 	// AgentTimeout bounds the run (0: none).
 	AgentTimeout time.Duration
 	// RootFS unpacks the image for a room in bwrap (nil: none).

@@ -68,9 +68,9 @@ func startCheckpoint(ctx context.Context, room *launch.TaskRoom, s Start, repo *
 // (workspace and harness state) when the user set none: the default cap
 // gives way, an explicit --disk or a resumed run's stays.
 func taskDisk(tk *task.Task, o launch.SandboxOptions) launch.SandboxOptions {
-	if tk.Harbor == nil || tk.Harbor.Environment.Storage <= 0 || (o.Disk != 0 && !o.DiskOptional) {
+	if tk.Storage <= 0 || (o.Disk != 0 && !o.DiskOptional) {
 		return o
 	}
-	o.Disk = max(tk.Harbor.Environment.Storage, disk.MinSize)
+	o.Disk = max(tk.Storage, disk.MinSize)
 	return o
 }

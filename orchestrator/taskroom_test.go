@@ -33,9 +33,7 @@ func TestTaskDisk(t *testing.T) {
 			t.Errorf("%s: disk %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	small := *tk.Harbor
-	small.Environment.Storage = 1 << 10
-	tk.Harbor = &small
+	tk.Storage = 1 << 10
 	if got := taskDisk(tk, launch.SandboxOptions{}).Disk; got != disk.MinSize {
 		t.Errorf("tiny storage: disk %d, want the smallest image %d", got, disk.MinSize)
 	}

@@ -33,7 +33,7 @@ var _ environment.Roomed = (*Env)(nil)
 func (e *Env) AgentRoom() environment.Room {
 	s := e.Task.Environment
 	return environment.Room{Image: e.Image.ID, Workdir: e.Workdir, AllowInternet: s.AllowInternet,
-		CPUs: s.CPUs, Memory: s.Memory, Storage: s.Storage, AgentTimeout: e.Task.AgentTimeout,
+		CPUs: s.CPUs, Memory: s.Memory, AgentTimeout: e.Task.AgentTimeout,
 		RootFS: func(ctx context.Context) (string, error) { return e.RootFS(ctx, sandbox.CacheDir()) },
 		Seed:   e.Seed}
 }

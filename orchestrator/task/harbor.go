@@ -19,7 +19,7 @@ func loadHarbor(dir string) (*Task, error) {
 	}
 	off := false
 	t := &Task{Name: ht.Name, Description: "Harbor task " + ht.Name, Environment: harbor.Name,
-		TestPaths: []string{ht.Name}, RunTests: &off, Source: ht.Dir, Harbor: ht, instruction: ht.Instruction,
+		TestPaths: []string{ht.Name}, RunTests: &off, Source: ht.Dir, Storage: ht.Environment.Storage, instruction: ht.Instruction,
 		// The tests are hidden: a continuation prompt gives counts, not
 		// their names.
 		GroundTruth: GroundTruthSettings{FailingTests: -1}}

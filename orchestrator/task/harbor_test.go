@@ -14,12 +14,13 @@ func TestLoadHarbor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.Environment != harbor.Name || tk.Name != "python-stats" || tk.Harbor == nil ||
+	if tk.Environment != harbor.Name || tk.Name != "python-stats" || tk.Folder() == "" ||
 		strings.Join(tk.TestPaths, ",") != "python-stats" || tk.AgentRunTests() || tk.GroundTruth.Off || tk.GroundTruth.FailingTests != -1 {
 		t.Fatalf("task %+v", tk)
 	}
 	p, err := tk.Prompt()
-	if err != nil || p != tk.Harbor.Instruction {
+	want, _ := os.ReadFile("../../environment/harbor/testdata/python-stats/instruction.md")
+	if err != nil || p != string(want) {
 		t.Fatalf("prompt %q, %v: want instruction.md as written", p, err)
 	}
 	// instruction.md is not a template: braces stay as written.

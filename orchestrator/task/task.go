@@ -171,9 +171,10 @@ type Task struct {
 	Artifacts []string `json:"artifacts,omitempty"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
-	// Harbor is the Harbor task folder the task was read from (task.toml:
-	// environment harbor.Name, see harbor.go), nil for traj's own tasks.
-	Harbor *harbor.Task `json:"-"`
+	// Storage is the disk cap the task asks for, in bytes (a Harbor
+	// task's [environment] storage; 0: none): the sandbox's unless the
+	// user set one.
+	Storage int64 `json:"-"`
 	// instruction, when set, is the first prompt as written (a Harbor
 	// task's instruction.md is not a template).
 	instruction string
