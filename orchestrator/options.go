@@ -277,3 +277,23 @@ func ParsePrice(s string) (*agent.Price, error) {
 	}
 	return &agent.Price{Input: v[0], Output: v[1], CacheRead: v[2], CacheWrite: v[3]}, nil
 }
+
+// RecordedTask is the task folder the run in trajectory folder dir
+// recorded (its run.json, read by folder.ReadRunState and mapped by
+// OptionsOf), when that folder is here; "" otherwise (a built-in task, no
+// run.json, a folder of another machine). What an evaluate of a Harbor
+// trajectory opens its environment on when no task folder is given.
+func RecordedTask(dir string) string {
+	st, err := folder.ReadRunState(filepath.Join(dir, store.RunStateName))
+	if err != nil {
+		return ""
+	}
+	o, err := OptionsOf(st)
+	if err != nil || !filepath.IsAbs(o.Task) {
+		return ""
+	}
+	if fi, err := os.Stat(o.Task); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return o.Task
+}

@@ -116,7 +116,11 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		}()
 	}
 
-	env, err := launch.OpenEnvironment(opts.environments(), s.Task, opts.TestsDir)
+	env, err := launch.OpenEnvironment(ctx, opts.environments(), s.Task, opts.TestsDir)
+	if err != nil {
+		return nil, err
+	}
+	room, err := taskRoom(ctx, &opts, env, p.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +128,9 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	// empty commit on the first start, reopened on resume).
 	repo, err := folder.OpenCheckpoints(ctx, state.CheckpointsDir(), p.Workspace, s.Task.Capture, opts.Now)
 	if err != nil {
+		return nil, err
+	}
+	if err := startCheckpoint(ctx, room, s, repo); err != nil {
 		return nil, err
 	}
 	head, err := repo.Head()
@@ -151,7 +158,8 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 		MaxTokens: opts.MaxTokens, MaxCost: opts.MaxCost, Price: opts.Price,
 		Parts:    &partsSoFar,
 		Playback: opts.playback(),
-		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying}
+		Tools:    tools, ToolRecord: filepath.Join(p.Dir, store.ToolCallsName), ToolVarying: groundtruth.AnswerVarying,
+		Room: room}
 	responseTools := &engine.ResponseTools{}
 	lspec.OnModelResponse = responseTools.Announce
 	modelCalls := &engine.ModelCalls{MessagePerTurn: opts.harness.TurnMessages}

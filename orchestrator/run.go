@@ -248,6 +248,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := makeFolders(ctx, s); err != nil {
 		return nil, err
 	}
+	opts.Sandbox = taskDisk(tk, opts.Sandbox)
 	unmount, err := MountWorkspace(ctx, s.Paths, opts.Sandbox, opts.harness, opts.Logger)
 	if err != nil {
 		return nil, err

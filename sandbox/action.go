@@ -145,7 +145,7 @@ func (a *Actions) Run(ctx context.Context, act Action) (xec.Result, error) {
 	if a.provider == ProviderContainer {
 		return a.runContainer(ctx, act)
 	}
-	args := bwrapBase(a.etc, NetworkNone)
+	args := bwrapBase(a.etc, NetworkNone, "")
 	args = append(args, "--new-session")
 	if a.deny != nil {
 		extra, viewed, done, err := a.deny.bwrap(act.Mounts)

@@ -59,6 +59,11 @@ func NewBwrap(ctx context.Context, opts Options) (*Bwrap, error) {
 	if opts.Helper == "" {
 		return nil, fmt.Errorf("bwrap sandbox: no helper binary (traj-sandbox)")
 	}
+	if r := opts.RootFS; r != "" {
+		if st, err := os.Stat(filepath.Join(r, "usr")); err != nil || !filepath.IsAbs(r) || !st.IsDir() {
+			return nil, fmt.Errorf("bwrap sandbox: root file system %q: want an absolute folder holding usr/", r)
+		}
+	}
 	c, err := newCore(ctx, "bwrap", opts)
 	if err != nil {
 		return nil, err
@@ -174,7 +179,7 @@ func insideEnv(opts Options, spec ServiceSpec) []string {
 
 // args is bwrap's command line for spec.
 func (b *Bwrap) args(spec ServiceSpec) []string {
-	a := bwrapBase(b.etc, b.opts.Network)
+	a := bwrapBase(b.etc, b.opts.Network, b.opts.RootFS)
 	a = append(a, bwrapMounts(b.table)...)
 	a = append(a, hideArgs(b.hide)...)
 	a = append(a, "--bind", b.bridge.in, bridgeIn, "--ro-bind", b.bridge.out, bridgeOut, "--remount-ro", "/")
@@ -185,28 +190,29 @@ func (b *Bwrap) args(spec ServiceSpec) []string {
 // bwrapBase is the start of every bwrap command line: new namespaces, the
 // host's /usr (and the /bin, /lib… links or folders) and a few /etc
 // files read-only, traj's passwd and group (etc), a private /proc, /dev,
-// /tmp and HOME.
-func bwrapBase(etc string, network Network) []string {
+// /tmp and HOME. A root ("" for the host's) is shown instead of the
+// host's: its /usr, /bin, /lib… and /etc files (Options.RootFS).
+func bwrapBase(etc string, network Network, root string) []string {
 	a := []string{"--unshare-all", "--unshare-user", "--uid", InsideUID, "--gid", InsideGID,
 		"--hostname", "traj-sandbox", "--die-with-parent", "--cap-drop", "ALL"}
 	if network == NetworkFull {
 		a = append(a, "--share-net")
 	}
-	a = append(a, "--ro-bind", "/usr", "/usr")
+	a = append(a, "--ro-bind", root+"/usr", "/usr")
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(d)
+		fi, err := os.Lstat(root + d)
 		switch {
 		case err != nil:
 		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(d); err == nil {
+			if target, err := os.Readlink(root + d); err == nil {
 				a = append(a, "--symlink", target, d)
 			}
 		case fi.IsDir():
-			a = append(a, "--ro-bind", d, d)
+			a = append(a, "--ro-bind", root+d, d)
 		}
 	}
 	for _, f := range etcFiles {
-		a = append(a, "--ro-bind-try", "/etc/"+f, "/etc/"+f)
+		a = append(a, "--ro-bind-try", root+"/etc/"+f, "/etc/"+f)
 	}
 	return append(a, "--ro-bind", filepath.Join(etc, "passwd"), "/etc/passwd",
 		"--ro-bind", filepath.Join(etc, "group"), "/etc/group",

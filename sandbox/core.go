@@ -71,6 +71,12 @@ func newCore(ctx context.Context, provider string, opts Options) (*core, error) 
 	}
 	c := &core{provider: provider, dir: dir, ws: ws, opts: opts, names: map[string]bool{}}
 	wsInside := InsideWorkspace
+	if in := opts.WorkspaceInside; in != "" {
+		if !filepath.IsAbs(in) || filepath.Clean(in) != in || in == "/" {
+			return nil, fmt.Errorf("%s sandbox: workspace inside %q must be absolute and clean", provider, in)
+		}
+		wsInside = in
+	}
 	if provider == "local" {
 		wsInside = ws
 	}

@@ -159,4 +159,12 @@ type Options struct {
 	// Engine is the container engine binary ("podman" or "docker");
 	// found on PATH when empty (container provider only).
 	Engine string
+	// WorkspaceInside is where bwrap and container show the workspace
+	// (InsideWorkspace when empty): a Harbor task's workdir.
+	WorkspaceInside string
+	// RootFS, bwrap only, is a root file system on the host (a container
+	// image's, unpacked) shown read-only instead of the host's: its /usr,
+	// /bin, /lib… and /etc files (the places the host's are shown).
+	// Empty: the host's.
+	RootFS string
 }

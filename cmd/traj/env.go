@@ -14,7 +14,9 @@ import (
 
 // EnvCmd groups the test-environment commands.
 type EnvCmd struct {
-	Test EnvTestCmd `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
+	Test         EnvTestCmd         `cmd:"" help:"Build a workspace and run a test path against it (e.g. basics/smoke)."`
+	Check        EnvCheckCmd        `cmd:"" help:"Check a Harbor task folder: its image builds, its oracle scores 1 and a no-op agent 0."`
+	OracleScript EnvOracleScriptCmd `cmd:"" name:"oracle-script" help:"Print a Harbor task's oracle (solution/solve.sh) as a scripted model's script."`
 }
 
 // envFlags are shared by `env test` and `mcp`.
@@ -30,8 +32,8 @@ type envFlags struct {
 
 // env opens the environment --environment names in envs (its default
 // when none).
-func (f envFlags) env(envs registry.Environments) (environment.Environment, error) {
-	e, err := envs.Open(f.Environment, registry.Config{TestsDir: f.TestsDir})
+func (f envFlags) env(ctx context.Context, envs registry.Environments) (environment.Environment, error) {
+	e, err := envs.Open(ctx, f.Environment, registry.Config{TestsDir: f.TestsDir})
 	if err != nil {
 		return nil, &exitError{2, err}
 	}
@@ -58,7 +60,7 @@ type EnvTestCmd struct {
 }
 
 func (c *EnvTestCmd) Run(ctx context.Context, g *Globals) error {
-	env, err := c.env(g.Environments)
+	env, err := c.env(ctx, g.Environments)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func (c *ReplayEvaluateCmd) runCluster(ctx context.Context, g *Globals, t *sourc
 	ref, _ := refOrAlias(c.Ref, c.TrajectoryID) // checked when t was opened
 	report, err := evalarray.Run(ctx, t, ev, opts, evalarray.Request{
 		Executor: map[string]batch.Executor{"slurm": batch.Slurm, "kube": batch.Kubernetes}[c.Executor], Tasks: c.Tasks,
-		Source: evalarray.Source{ID: t.ID, Ref: ref, Store: c.Store, Trace: c.Trace, Bundle: c.Bundle, TestsDir: c.TestsDir,
+		Source: evalarray.Source{ID: t.ID, Ref: ref, Store: c.Store, Trace: c.Trace, Bundle: c.Bundle, TestsDir: c.TestsDir, Task: e.Task,
 			Tests: opts.TestPaths, Sandbox: ev.Provider, Workers: c.Workers},
 		Work: c.WorkDir, Partition: c.Partition, Sbatch: c.SlurmOpt, Poll: c.Poll, Detach: c.Detach, Output: c.Output, StoreOnly: c.StoreOnly,
 		Kube: batch.Kube{Namespace: c.Namespace, Image: c.Image, StoreClaim: c.StoreClaim, Secret: c.Secret}, Manifest: c.Manifest,

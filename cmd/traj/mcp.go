@@ -15,7 +15,7 @@ type MCPCmd struct {
 }
 
 func (c *MCPCmd) Run(ctx context.Context, g *Globals) error {
-	env, err := c.env(g.Environments)
+	env, err := c.env(ctx, g.Environments)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/trajlab/traj/orchestrator/handler/record"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evaluate"
 	"github.com/trajlab/traj/replay/source"
@@ -145,6 +146,7 @@ type evalFlags struct {
 	Workers  int      `help:"Distinct trees evaluated at once (0 = number of CPUs)." default:"0"`
 	TestsDir string   `name:"tests-dir" env:"TRAJ_TESTS_DIR" type:"path" help:"Fixtures root holding c-testsuite/, wacct/ and torture/."`
 	Sandbox  string   `help:"Sandbox provider each tree is built and tested in: bwrap, container, or local (no isolation: only for trees you trust). Default: the best available; none available is an error." enum:",bwrap,container,local" default:""`
+	Task     string   `type:"existingdir" help:"The folder of the task the trajectory ran (a Harbor task's trees are scored in its verifier's room; default: the folder its run.json names, when here)."`
 }
 
 // request maps the flags to the evaluate handler's request.
@@ -175,8 +177,8 @@ func (f evalFlags) request(g *Globals, s replaySource) (evaluate.Request, error)
 	return evaluate.Request{
 		Source: src,
 		Tests:  f.Tests, Workers: f.Workers, TestsDir: f.TestsDir, Sandbox: f.Sandbox,
-		Environments: g.Environments,
-		Logger:       g.Logger, Stderr: g.Stderr, Terminal: isTerminal(g.Stderr),
+		Environments: g.Environments, Task: f.Task, TaskOf: record.RecordedTask,
+		Logger: g.Logger, Stderr: g.Stderr, Terminal: isTerminal(g.Stderr),
 	}, nil
 }
 

@@ -4,12 +4,13 @@
 //
 //   - The registry of environments (registry, a package of its own so
 //     that what only reads results links no environment): Builtin is the
-//     one list (c-compiler today; registering one is one Entry), an
+//     one list (c-compiler and harbor; registering one is one Entry), an
 //     Environments value built there and passed down (cmd's Globals, the
 //     run's Options, the evaluate handler's Request). A task's
-//     `environment` and a trace's `environment.name` pick the entry;
-//     nothing above environment/ imports an environment or compares its
-//     name.
+//     `environment` and a trace's `environment.name` pick the entry,
+//     opened on the task's folder (Config.TaskDir: a Harbor task's
+//     environment is its folder); nothing above environment/ opens an
+//     environment or compares its name.
 //   - The task's settings (settings.go): artifacts and deny_c_compiler,
 //     recorded as fields of the trace's environment (Settings.Record) and
 //     read back as fields (Recorded); a trace recorded before them

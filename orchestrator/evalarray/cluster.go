@@ -70,11 +70,12 @@ type Source struct {
 	// id, an alias or a path), "" when it read Trace or Bundle.
 	ID, Ref string
 	Store   string
-	// Trace, Bundle and TestsDir are paths, "" when not given.
-	Trace, Bundle, TestsDir string
-	Tests                   []string
-	Sandbox                 string
-	Workers                 int
+	// Trace, Bundle, TestsDir and Task (the task's folder, a Harbor
+	// task's environment) are paths, "" when not given.
+	Trace, Bundle, TestsDir, Task string
+	Tests                         []string
+	Sandbox                       string
+	Workers                       int
 }
 
 // args are the arguments of `traj replay evaluate-task` for s, after the
@@ -95,7 +96,7 @@ func (s Source) args(kube bool, store string) ([]string, error) {
 	}
 	args = append(args, "--store", store, "--tests", strings.Join(s.Tests, ","), "--sandbox", s.Sandbox)
 	if !kube {
-		for _, f := range []struct{ flag, path string }{{"--trace", s.Trace}, {"--bundle", s.Bundle}, {"--tests-dir", s.TestsDir}} {
+		for _, f := range []struct{ flag, path string }{{"--trace", s.Trace}, {"--bundle", s.Bundle}, {"--tests-dir", s.TestsDir}, {"--task", s.Task}} {
 			if f.path == "" {
 				continue
 			}

@@ -20,7 +20,7 @@
 //	matrix:                        # every combination, repeats times
 //	  harnesses: [opencode]        # traj run --agent: opencode, claude-code, codex
 //	  models: [scripted/demo, anthropic/claude-sonnet-4-5]
-//	  tasks: [c-compiler]          # built-in task names or task folders
+//	  tasks: [c-compiler]          # built-in task names or task folders (a Harbor dataset folder: each of its tasks)
 //	  params:                      # any other traj run flag, one value per combination
 //	    script: [a.jsonl, b.jsonl]
 //	  repeats: 3

@@ -344,6 +344,7 @@ func (s *Spec) check() SpecErrors {
 	if len(m.Tasks) == 0 && !slices.Contains(rows, rowTask) {
 		m.Tasks = []string{"c-compiler"}
 	}
+	m.Tasks = expandDatasets(m.Tasks)
 	for field, list := range map[string][]string{"harnesses": m.Harnesses, "models": m.Models, "tasks": m.Tasks} {
 		seen := map[string]bool{}
 		for i, v := range list {

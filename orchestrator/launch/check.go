@@ -42,7 +42,7 @@ type Check struct {
 // Preflight checks c, so that a bad flag or an unreachable model fails
 // within seconds and leaves no half-made trajectory behind.
 func Preflight(ctx context.Context, c Check) error {
-	if _, err := OpenEnvironment(c.Environments, c.Task, c.TestsDir); err != nil {
+	if _, err := OpenEnvironment(ctx, c.Environments, c.Task, c.TestsDir); err != nil {
 		return err
 	}
 	if c.Harness.Locate == nil {

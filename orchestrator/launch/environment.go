@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,13 +12,15 @@ import (
 )
 
 // OpenEnvironment returns the test environment a task names, from envs
-// (registry.Builtin), and checks that it knows every required
+// (registry.Builtin), opened on the task's folder (a Harbor task's image
+// is built, or found by digest, now: a task that cannot build fails the
+// run before anything exists), and checks that it knows every required
 // test path.
-func OpenEnvironment(envs registry.Environments, tk *task.Task, testsDir string) (environment.Environment, error) {
+func OpenEnvironment(ctx context.Context, envs registry.Environments, tk *task.Task, testsDir string) (environment.Environment, error) {
 	if _, err := envs.Lookup(tk.Environment); err != nil {
 		return nil, fmt.Errorf("task %s: %w", tk.Name, err)
 	}
-	env, err := envs.Open(tk.Environment, registry.Config{TestsDir: testsDir})
+	env, err := envs.Open(ctx, tk.Environment, registry.Config{TestsDir: testsDir, TaskDir: tk.Folder()})
 	if err != nil {
 		return nil, err
 	}

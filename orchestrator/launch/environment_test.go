@@ -20,11 +20,11 @@ func TestOpenEnvironment(t *testing.T) {
 	}{
 		{"c-compiler", task.Task{Name: "t", Environment: "c-compiler", TestPaths: []string{"basics/smoke"}}, ""},
 		{"unknown", task.Task{Name: "t", Environment: "harbor-nope", TestPaths: []string{"basics"}},
-			`task t: unknown environment "harbor-nope" (known: c-compiler)`},
+			`task t: unknown environment "harbor-nope" (known: c-compiler, harbor)`},
 		{"missing path", task.Task{Name: "t", Environment: "c-compiler", TestPaths: []string{"basics", "no_such_suite"}},
 			"task t: environment c-compiler does not provide test paths no_such_suite"},
 	} {
-		env, err := OpenEnvironment(envs, &tc.tk, "")
+		env, err := OpenEnvironment(t.Context(), envs, &tc.tk, "")
 		switch {
 		case tc.err == "" && (err != nil || env == nil):
 			t.Errorf("%s: %v", tc.name, err)
@@ -32,7 +32,7 @@ func TestOpenEnvironment(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		}
 	}
-	if _, err := OpenEnvironment(registry.Environments{}, &task.Task{Name: "t", Environment: "c-compiler"}, ""); err == nil {
+	if _, err := OpenEnvironment(t.Context(), registry.Environments{}, &task.Task{Name: "t", Environment: "c-compiler"}, ""); err == nil {
 		t.Error("an empty registry opened c-compiler: the environment is not the registry's")
 	}
 }

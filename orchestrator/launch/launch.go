@@ -97,6 +97,10 @@ type Spec struct {
 	Tools []tool.Tool
 	// ToolRecord is the tool-call record file (beside the trace).
 	ToolRecord string
+	// Room, when set, is the task's own room (a Harbor task: TaskRoomOf):
+	// the agent runs in a container from its image, the workspace at its
+	// workdir, within its network policy and limits.
+	Room *TaskRoom
 }
 
 // Launched is a running harness with its root session, plus what the run

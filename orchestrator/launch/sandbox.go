@@ -40,6 +40,12 @@ type SandboxOptions struct {
 	// Image and Engine select the container image and engine.
 	Image  string `json:"image,omitempty"`
 	Engine string `json:"engine,omitempty"`
+	// WorkspaceInside is where the sandbox shows the workspace
+	// (sandbox.InsideWorkspace when empty; a Harbor task's workdir).
+	WorkspaceInside string `json:"workspace_inside,omitempty"`
+	// RootFS is the root file system bwrap shows (sandbox.Options.RootFS;
+	// a Harbor task's image unpacked, derived again on resume).
+	RootFS string `json:"-"`
 }
 
 // Check says whether the sandbox can be made here: the provider works
@@ -120,6 +126,12 @@ func (o SandboxOptions) Or(rec SandboxOptions) SandboxOptions {
 // agent may reach under the gateways policy.
 func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin, helper string, gateways []string) (sandbox.Sandbox, error) {
 	o := spec.Sandbox
+	if spec.Room != nil {
+		var err error
+		if o, err = spec.Room.apply(ctx, o); err != nil {
+			return nil, err
+		}
+	}
 	provider := o.Provider
 	if provider == "" {
 		p, err := sandbox.Default(ctx)
@@ -159,7 +171,7 @@ func openSandbox(ctx context.Context, spec Spec, h harness.Harness, bin, helper 
 	env := append([]string(nil), o.Env...)
 	sb, err := sandbox.New(ctx, provider, sandbox.Options{TrajectoryDir: spec.SandboxDir, Workspace: spec.Workspace,
 		Mounts: mounts, Limits: lim, Network: network, Gateways: gateways, Env: env, Helper: helper, DenyCCompiler: spec.DenyCCompiler,
-		Image: o.Image, Engine: o.Engine})
+		Image: o.Image, Engine: o.Engine, WorkspaceInside: o.WorkspaceInside, RootFS: o.RootFS})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,13 @@
 //
 // "prompt" defaults to prompt.md. Built-in tasks live in builtin/<name>/.
 //
+// A folder holding task.toml instead is a Harbor task folder (harbor.go,
+// environment/harbor): environment harbor.Name, the task's name as its one
+// test path, instruction.md as the prompt (as written, not a template),
+// no run_tests (its tests are hidden from the agent), ground truth in
+// the verifier's room; the agent's room is the task's image
+// (launch.TaskRoom).
+//
 // "feedback" is how much of a run_tests answer the agent is told: counts,
 // failures (the default: failing case names, no phase, never the suites'
 // expected outputs) or full; the trace keeps the full answer. "run_tests"
@@ -122,6 +129,7 @@ import (
 	"text/template"
 
 	"github.com/trajlab/traj/environment/evaluation"
+	"github.com/trajlab/traj/environment/harbor"
 	"github.com/trajlab/traj/trace"
 )
 
@@ -163,6 +171,13 @@ type Task struct {
 	Artifacts []string `json:"artifacts,omitempty"`
 	// Source is "builtin:<name>" or the folder the task was read from.
 	Source string `json:"-"`
+	// Storage is the disk cap the task asks for, in bytes (a Harbor
+	// task's [environment] storage; 0: none): the sandbox's unless the
+	// user set one.
+	Storage int64 `json:"-"`
+	// instruction, when set, is the first prompt as written (a Harbor
+	// task's instruction.md is not a template).
+	instruction string
 
 	prompt       *template.Template
 	continuation *template.Template
@@ -261,11 +276,14 @@ func Load(ref string) (*Task, error) {
 	if !strings.ContainsRune(ref, filepath.Separator) && validName(ref) {
 		if sub, err := fs.Sub(builtinFS, path.Join("builtin", ref)); err == nil {
 			if _, err := fs.Stat(sub, "task.json"); err == nil {
-				return load(sub, "builtin:"+ref)
+				return load(sub, builtinPrefix+ref)
 			}
 		}
 	}
 	st, err := os.Stat(ref)
+	if err == nil && st.IsDir() && harbor.IsTaskFolder(ref) {
+		return loadHarbor(ref)
+	}
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("load task %q: %w (built-in tasks: %s; or give a task folder)",
 			ref, ErrUnknown, strings.Join(Builtin(), ", "))
@@ -398,8 +416,23 @@ func parseTemplate(fsys fs.FS, name string) (*template.Template, error) {
 	return tmpl, nil
 }
 
+// builtinPrefix starts a built-in task's Source.
+const builtinPrefix = "builtin:"
+
+// Folder is the folder t was read from, "" for a built-in task: what
+// the registry opens a task's environment on (registry.Config.TaskDir).
+func (t *Task) Folder() string {
+	if strings.HasPrefix(t.Source, builtinPrefix) {
+		return ""
+	}
+	return t.Source
+}
+
 // Prompt renders the first prompt.
 func (t *Task) Prompt() (string, error) {
+	if t.instruction != "" {
+		return t.instruction, nil
+	}
 	var b strings.Builder
 	if err := t.prompt.Execute(&b, struct {
 		Name      string

@@ -72,6 +72,14 @@ type Request struct {
 	// Environments is what the trace's environment name picks (zero:
 	// registry.Builtin()).
 	Environments registry.Environments
+	// Task is the folder of the task the trajectory ran (registry.Config's
+	// TaskDir: a Harbor task's trees are scored in its verifier's room);
+	// "": TaskOf's.
+	Task string
+	// TaskOf names the task folder the trajectory's run recorded (its
+	// run.json, read by orchestrator's one reader; "" when it is not
+	// here); nil: none.
+	TaskOf func(t *source.Trajectory) string
 	// Executor names where the trees are evaluated ("" or "local": here;
 	// anything else needs Cluster).
 	Executor string
@@ -94,6 +102,9 @@ type Request struct {
 type Evaluation struct {
 	Evaluator *evalbox.Evaluator
 	Options   replay.EvaluateOptions
+	// Task is the task folder the environment was opened on ("": none),
+	// what a cluster's tasks are given too.
+	Task string
 }
 
 func (r Request) local() bool { return r.Executor == "" || r.Executor == "local" }
@@ -320,9 +331,13 @@ func NewEvaluation(ctx context.Context, t *source.Trajectory, req Request, bar *
 		entry, _ = envs.Lookup("")
 		req.logger().Warn("the trajectory's environment is not registered: evaluating with the default", "environment", name, "default", entry.Name)
 	}
-	env, err := envs.Open(entry.Name, registry.Config{TestsDir: req.TestsDir})
+	task := req.Task
+	if task == "" && req.TaskOf != nil {
+		task = req.TaskOf(t)
+	}
+	env, err := envs.Open(ctx, entry.Name, registry.Config{TestsDir: req.TestsDir, TaskDir: task})
 	if err != nil {
-		return Evaluation{}, replay.UsageError("%v", err)
+		return Evaluation{}, replay.UsageError("trajectory %s (task %s): %v", t.ID, t.Trace.Task, err)
 	}
 	paths := req.Tests
 	if len(paths) == 0 {
@@ -365,7 +380,7 @@ func NewEvaluation(ctx context.Context, t *source.Trajectory, req Request, bar *
 		return Evaluation{}, fmt.Errorf("%w (or --sandbox local for trees you trust)", err)
 	}
 	req.logger().Info("evaluating", "sandbox", ev.Provider)
-	return Evaluation{Evaluator: ev, Options: opts}, nil
+	return Evaluation{Evaluator: ev, Options: opts, Task: task}, nil
 }
 
 // AllottedCPUs is the CPUs an evaluate may use: a Slurm job's

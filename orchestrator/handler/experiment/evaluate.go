@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/batch"
 	"github.com/trajlab/traj/orchestrator/evalarray"
 	xp "github.com/trajlab/traj/orchestrator/experiment"
@@ -25,13 +26,14 @@ func (l *loaded) evaluateFinished(ctx context.Context, id string) error {
 	s := l.spec
 	req := evaluate.Request{Source: source.Request{Ref: id, StoreURL: l.where.StoreURL}, StoreOnly: true,
 		Tests: s.Evaluate.Tests, TestsDir: l.Getenv("TRAJ_TESTS_DIR"), Environments: l.Environments,
+		Task:   orchestrator.RecordedTask(l.where.TrajectoryDir(id)),
 		Logger: l.Logger, Stderr: l.Stderr, Executor: "slurm"}
 	local := req
 	local.Executor, local.Terminal = "", l.Terminal
 	req.Cluster = func(ctx context.Context, t *source.Trajectory, e evaluate.Evaluation) error {
 		ev, opts := e.Evaluator, e.Options
 		report, err := evalarray.Run(ctx, t, ev, opts, evalarray.Request{Executor: batch.Slurm, Tasks: max(s.Evaluate.Tasks, 1),
-			Source: evalarray.Source{ID: t.ID, Ref: id, Store: l.where.StoreURL, TestsDir: req.TestsDir, Tests: opts.TestPaths, Sandbox: ev.Provider},
+			Source: evalarray.Source{ID: t.ID, Ref: id, Store: l.where.StoreURL, TestsDir: req.TestsDir, Task: e.Task, Tests: opts.TestPaths, Sandbox: ev.Provider},
 			Work:   filepath.Join(l.where.LocalDir(s.Name), "evaluations", id), Sbatch: xp.SbatchResources(s), Poll: 5 * time.Second,
 			Detach: true, StoreOnly: true, Stdout: l.Stdout, Stderr: l.Stderr, Logger: l.Logger})
 		if err != nil || !report {

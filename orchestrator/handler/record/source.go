@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/trajlab/traj/orchestrator"
 	"github.com/trajlab/traj/orchestrator/folder"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/rerun"
+	"github.com/trajlab/traj/replay/source"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
@@ -164,4 +166,15 @@ func Compare(ctx context.Context, src *Source, newID, storeURL string, until int
 		}
 		return h, func() { _ = h.Close() }, nil
 	})
+}
+
+// RecordedTask is the task folder a local trajectory's run recorded
+// (orchestrator.RecordedTask of the folder its trace is in), "" when
+// there is none here. `traj replay evaluate` takes it when --task is not
+// given (evaluate.Request.TaskOf).
+func RecordedTask(t *source.Trajectory) string {
+	if t.TracePath == "" {
+		return ""
+	}
+	return orchestrator.RecordedTask(filepath.Dir(t.TracePath))
 }
