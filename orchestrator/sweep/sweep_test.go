@@ -2,10 +2,12 @@ package sweep_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,36 +17,44 @@ import (
 	"github.com/trajlab/traj/orchestrator/sweep"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/sweepvalue"
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/codex"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
 	"github.com/trajlab/traj/trace/store/ref"
 )
 
-// The source (testdata/source.jsonl, real OpenCode, the scripted model)
-// writes the wrapper its build needs in its first response (parts 1-3),
-// notes (4-5, 6-7), deletes the wrapper in its fourth response (8-9),
-// writes a note (10-11) and stops (12). A fork (testdata/fork.jsonl)
-// writes a build.sh making ./cc from the wrapper: it passes basics/smoke
-// where the wrapper still exists, so forks at 3, 5 and 7 reach full score
-// and forks at 9 and 11 do not, and the decisive part is 9.
+// The source (testdata/source.jsonl, real Codex, the scripted model)
+// writes the wrapper its build needs in its first response (parts 1-2),
+// notes (3, 4), deletes the wrapper (5), writes notes (6, 7) and stops
+// (8).
+// A fork (testdata/fork.jsonl) writes a build.sh making ./cc from the
+// wrapper: it passes basics/smoke where the wrapper still exists, so forks
+// at 2, 3 and 4 reach full score and forks at 5 and 6 do not, and the
+// decisive part is 5.
+//
+// Codex, not OpenCode: each turn is one native process, so a fork starts
+// in well under a second where OpenCode's server takes seconds to come up
+// and to answer its first prompt; one response a part (no text beside the
+// tools) keeps the source short, so every fork plays back few parts. The
+// source is recorded once for the package (sharedSource) and copied into
+// each sweep's store.
 var (
-	sweptParts   = []int{3, 5, 7, 9, 11}
-	decisivePart = 9
+	sweptParts   = []int{2, 3, 4, 5, 6}
+	decisivePart = 5
 	repeats      = 4 // 5 parts × 4 = 20 forks
 )
 
-// TestSweepLocal: 20 forks on the local executor; the sweep names part 9
+// TestSweepLocal: 20 forks on the local executor; the sweep names part 5
 // as decisive, every fork's prefix is the source's (checked here again,
 // tree by tree, against the source's checkpoints), the result is in the
 // store, and a second run of the same sweep starts nothing.
 func TestSweepLocal(t *testing.T) {
 	t.Parallel()
 	bin := trajBinary(t)
-	needOpenCode(t)
+	needCodex(t)
 	st := t.TempDir()
-	recordSource(t, bin, st, nil)
+	copySource(t, bin, st)
 	req := sweep.Request{Source: "src", Store: st, At: sweptParts, Repeats: repeats, MaxParts: 30,
 		Script: "testdata/fork.jsonl", Parallel: 2, TrajBin: bin}
 	out, err := sweep.Run(context.Background(), req)
@@ -60,7 +70,7 @@ func TestSweepLocal(t *testing.T) {
 		t.Fatalf("stored sweeps %+v, %v; want one deciding part %d", stored, err, decisivePart)
 	}
 	rep, err := exec.Command(bin, "report", "--store", st).CombinedOutput()
-	if err != nil || !strings.Contains(string(rep), fmt.Sprintf("decisive part: %d (the value falls by 100.0 points from part 7)", decisivePart)) {
+	if err != nil || !strings.Contains(string(rep), fmt.Sprintf("decisive part: %d (the value falls by 100.0 points from part 4)", decisivePart)) {
 		t.Errorf("traj report: %v, want the sweep's decisive part:\n%s", err, rep)
 	}
 
@@ -84,18 +94,18 @@ func TestSweepLocal(t *testing.T) {
 }
 
 // TestSweepLeavesOutUnreproducedPrefix: a source whose second response
-// writes the time into the workspace (parts 4-5, the command's checkpoint
-// at 4). A fork at part 3 reproduces its prefix and counts; a fork at
-// part 7 cannot (its part 4 checkpoint holds another time): the sweep says so, names the part, and
+// writes the time into the workspace (part 3). A fork at part 2
+// reproduces its prefix and counts; a fork at part 4 cannot (its part 3
+// checkpoint holds another time): the sweep says so, names the part, and
 // leaves it out of the value although the fork passed; with one counted
 // part there is no decisive part.
 func TestSweepLeavesOutUnreproducedPrefix(t *testing.T) {
 	t.Parallel()
 	bin := trajBinary(t)
-	needOpenCode(t)
+	needCodex(t)
 	st := t.TempDir()
-	recordSourceScript(t, bin, st, "testdata/source-unstable.jsonl", nil)
-	out, err := sweep.Run(context.Background(), sweep.Request{Source: "src", Store: st, At: []int{3, 7}, Repeats: 1, MaxParts: 30,
+	recordSource(t, bin, st, "testdata/source-unstable.jsonl", unstableCalls)
+	out, err := sweep.Run(context.Background(), sweep.Request{Source: "src", Store: st, At: []int{2, 4}, Repeats: 1, MaxParts: 30,
 		Script: "testdata/fork.jsonl", Parallel: 2, TrajBin: bin})
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +116,13 @@ func TestSweepLeavesOutUnreproducedPrefix(t *testing.T) {
 	}
 	early, late := res.Forks[0], res.Forks[1]
 	if !early.PrefixOK || !early.Counted() || early.Value == nil || *early.Value != 1 {
-		t.Errorf("fork at 3: %+v, want its prefix reproduced and full value", early)
+		t.Errorf("fork at 2: %+v, want its prefix reproduced and full value", early)
 	}
-	if late.PrefixOK || late.Counted() || late.Reproduced != 3 || !strings.Contains(late.Divergence, "checkpoint that differs at part 4") {
-		t.Errorf("fork at 7: %+v, want its prefix reproduced up to part 3 only (part 4's checkpoint differs) and left out", late)
+	if late.PrefixOK || late.Counted() || late.Reproduced != 2 || !strings.Contains(late.Divergence, "checkpoint that differs at part 3") {
+		t.Errorf("fork at 4: %+v, want its prefix reproduced up to part 2 only (part 3's checkpoint differs) and left out", late)
 	}
 	if r := res.Rows[1]; r.Counted != 0 || r.NotReproduced != 1 || r.Forks != 1 {
-		t.Errorf("row of part 7: %+v", r)
+		t.Errorf("row of part 4: %+v", r)
 	}
 	if res.Decisive != nil {
 		t.Errorf("decisive %+v from one counted part", res.Decisive)
@@ -125,7 +135,7 @@ func TestSweepSlurm(t *testing.T) {
 	t.Parallel()
 	slurmtest.Need(t)
 	bin := trajBinary(t)
-	needOpenCode(t)
+	needCodex(t)
 	c := slurmtest.Start(t)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -137,9 +147,9 @@ func TestSweepSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := filepath.Join(dir, "runs")
-	recordSource(t, bin, st, c.Env)
+	copySource(t, bin, st)
 	script, _ := filepath.Abs("testdata/fork.jsonl")
-	cmd := exec.Command(bin, "sweep", "src", "--store", st, "--at", "3,5,7,9,11", "--repeats", fmt.Sprint(repeats),
+	cmd := exec.Command(bin, "sweep", "src", "--store", st, "--at", "2,3,4,5,6", "--repeats", fmt.Sprint(repeats),
 		"--max-parts", "30", "--script", script, "--executor", "slurm", "--name", "slurm-sweep")
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Dir = dir
@@ -165,30 +175,105 @@ func TestSweepSlurm(t *testing.T) {
 	}
 }
 
-// recordSource records the source trajectory "src" into store st.
-func recordSource(t *testing.T, bin, st string, env []string) {
-	t.Helper()
-	recordSourceScript(t, bin, st, "testdata/source.jsonl", env)
+// How many parts each of a source's model calls found recorded when it
+// started (parts_before in its model_calls.jsonl): a fork at part P
+// replays the calls that started before P, so the fork point is the first
+// call's parts_before at or past P.
+var (
+	sourceCalls   = []int{0, 2, 3, 4, 5, 6, 7} // testdata/source.jsonl
+	unstableCalls = []int{0, 2, 3, 4}          // testdata/source-unstable.jsonl
+)
+
+// sharedSource is the sweeps' source (testdata/source.jsonl), recorded
+// once for the package: TestSweepLocal and TestSweepSlurm each copy it
+// into their own store.
+var sharedSource struct {
+	sync.Once
+	dir string
+	err error
 }
 
-// recordSourceScript records "src" into st with the scripted model
-// playing path.
-func recordSourceScript(t *testing.T, bin, st, path string, env []string) {
+// copySource puts the shared source trajectory "src" into store st.
+func copySource(t *testing.T, bin, st string) {
 	t.Helper()
+	sharedSource.Do(func() {
+		if sharedSource.dir, sharedSource.err = os.MkdirTemp("", "traj-sweep-source-"); sharedSource.err == nil {
+			sharedSource.err = record(t, bin, filepath.Join(sharedSource.dir, "runs"), "testdata/source.jsonl", sourceCalls)
+		}
+	})
+	if sharedSource.err != nil {
+		t.Fatal(sharedSource.err)
+	}
+	from := filepath.Join(sharedSource.dir, "runs", "trajectories", "src")
+	if err := os.CopyFS(filepath.Join(st, "trajectories", "src"), os.DirFS(from)); err != nil {
+		t.Fatalf("copy the source: %v", err)
+	}
+}
+
+// recordSource records "src" into st with the scripted model playing
+// path; want are its parts' model calls.
+func recordSource(t *testing.T, bin, st, path string, want []int) {
+	t.Helper()
+	if err := record(t, bin, st, path, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// record records "src" into st and checks where each model call started.
+// Codex asks for its next response as soon as a command ends, and the
+// gateway counts the parts the trace holds at that moment: on a loaded
+// machine traj may not have recorded the command's part yet, the call's
+// parts_before is short, and a fork at that part would fork one response
+// later. That is the recording's flaw, not the sweep's (forks at the
+// shifted point are still checked and would fail checkResult): such a
+// source is recorded again, five tries, each said in the log.
+func record(t *testing.T, bin, st, path string, want []int) error {
 	task, _ := filepath.Abs("../testdata/tasks/e2e-groundtruth")
 	script, _ := filepath.Abs(path)
-	cmd := exec.Command(bin, "run", "--task", task, "--model", "scripted/demo", "--script", script, "--max-parts", "40",
-		"--store", st, "--trajectory-id", "src", "--quiet")
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if code := cmd.ProcessState.ExitCode(); code != 3 { // agent_error: the script ran out
-		t.Fatalf("record the source: exit %d (%v)\n%s", code, err, out)
+	var got []int
+	for try := 1; try <= 5; try++ {
+		if err := os.RemoveAll(st); err != nil {
+			return err
+		}
+		cmd := exec.Command(bin, "run", "--task", task, "--agent", "codex", "--model", "scripted/demo", "--script", script,
+			"--max-parts", "40", "--store", st, "--trajectory-id", "src", "--quiet")
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 3 { // agent_error: the script ran out
+			return fmt.Errorf("record the source %s: exit %d (%v)\n%s", path, code, err, out)
+		}
+		if got, err = partsBefore(filepath.Join(st, "trajectories", "src", "model_calls.jsonl")); err != nil {
+			return err
+		}
+		if slices.Equal(got, want) {
+			return nil
+		}
+		t.Logf("source %s, try %d: its model calls started after %v parts, want %v; recording it again", path, try, got, want)
 	}
+	return fmt.Errorf("source %s: its model calls started after %v parts in five tries, want %v", path, got, want)
+}
+
+// partsBefore are the parts_before of a model call record's calls.
+func partsBefore(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var before []int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c struct {
+			PartsBefore *int `json:"parts_before"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil || c.PartsBefore == nil {
+			return nil, fmt.Errorf("read %s: a call without parts_before (%v)", path, err)
+		}
+		before = append(before, *c.PartsBefore)
+	}
+	return before, nil
 }
 
 // checkResult holds a sweep result to the scenario: 20 forks, each at its
 // part with its prefix reproduced, full value before the deletion and
-// none after, part 9 decisive. It checks each fork's inherited
+// none after, part 5 decisive. It checks each fork's inherited
 // checkpoints against the source's itself, tree by tree.
 func checkResult(t *testing.T, st string, res *sweepvalue.Result) {
 	t.Helper()
@@ -212,8 +297,8 @@ func checkResult(t *testing.T, st string, res *sweepvalue.Result) {
 			t.Errorf("row %+v: want part %d, %d forks counted, mean and share solved %v", r, sweptParts[i], repeats, want)
 		}
 	}
-	if d := res.Decisive; d == nil || d.Part != decisivePart || d.Before != 7 || d.Drop != 1 {
-		t.Errorf("decisive %+v, want part %d after 7, a drop of 1", d, decisivePart)
+	if d := res.Decisive; d == nil || d.Part != decisivePart || d.Before != 4 || d.Drop != 1 {
+		t.Errorf("decisive %+v, want part %d after 4, a drop of 1", d, decisivePart)
 	}
 	src := checkpoints(t, st, "src")
 	for _, f := range res.Forks {
@@ -311,14 +396,22 @@ func trajBinary(t testing.TB) string {
 	return trajOnce.path
 }
 
-// needOpenCode fails without OpenCode (these tests are part of make test);
-// outside CI, TRAJ_SKIP_OPENCODE=1 skips instead.
-func needOpenCode(t testing.TB) {
+// needCodex fails without Codex (these tests are part of make test);
+// outside CI, TRAJ_SKIP_CODEX=1 skips instead.
+func needCodex(t testing.TB) {
 	t.Helper()
-	if _, err := opencode.ResolveBinary(""); err != nil {
-		if os.Getenv("CI") == "" && os.Getenv("TRAJ_SKIP_OPENCODE") == "1" {
-			t.Skipf("TRAJ_SKIP_OPENCODE=1: %v", err)
+	if _, err := codex.Binary.Locate(""); err != nil {
+		if os.Getenv("CI") == "" && os.Getenv("TRAJ_SKIP_CODEX") == "1" {
+			t.Skipf("TRAJ_SKIP_CODEX=1: %v", err)
 		}
 		t.Fatalf("%v (run make setup)", err)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedSource.dir != "" {
+		_ = os.RemoveAll(sharedSource.dir)
+	}
+	os.Exit(code)
 }
