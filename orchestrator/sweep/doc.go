@@ -24,4 +24,9 @@
 //
 // A part inside a model response forks at the response's end (traj run
 // --fork); the row keeps the part asked for and the fork point recorded.
+// Response ends are read from the source's model calls (parts_before):
+// Codex asks for its next answer as soon as a command ends, and on a
+// loaded machine traj may not have recorded that part yet, so a fork of a
+// Codex source may branch a response later than asked. The tests
+// (Codex, for its fast start) leave room for that and log it.
 package sweep

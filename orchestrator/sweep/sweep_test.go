@@ -2,6 +2,7 @@ package sweep_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,38 +16,57 @@ import (
 	"github.com/trajlab/traj/orchestrator/sweep"
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/sweepvalue"
-	"github.com/trajlab/traj/sandbox/opencode"
+	"github.com/trajlab/traj/sandbox/codex"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
 	"github.com/trajlab/traj/trace/store/ref"
 )
 
-// The source (testdata/source.jsonl, real OpenCode, the scripted model)
-// writes the wrapper its build needs in its first response (parts 1-3),
-// notes (4-5, 6-7), deletes the wrapper in its fourth response (8-9),
-// writes a note (10-11) and stops (12). A fork (testdata/fork.jsonl)
-// writes a build.sh making ./cc from the wrapper: it passes basics/smoke
-// where the wrapper still exists, so forks at 3, 5 and 7 reach full score
-// and forks at 9 and 11 do not, and the decisive part is 9.
+// The source (testdata/source.jsonl, real Codex, the scripted model)
+// writes the wrapper its build needs in its first response (parts 1-2),
+// notes (3-6), deletes the wrapper (7), writes notes (8, 9) and stops
+// (10). A fork (testdata/fork.jsonl) writes a build.sh making ./cc from
+// the wrapper: it passes basics/smoke where the wrapper still exists, so
+// forks at 2, 3 and 4 reach full score and forks at 7 and 8 do not, and
+// the decisive part is 7.
+//
+// Codex, not OpenCode: each turn is one native process, so a fork starts
+// in well under a second where OpenCode's server takes seconds to come up
+// and to answer its first prompt. The source is recorded once for the
+// package (sharedSource) and copied into each sweep's store.
+//
+// Codex asks for its next answer as soon as a command ends, and the model
+// gateway counts the parts the trace holds at that moment (the call's
+// parts_before, what a fork's branch point is read from): on a loaded
+// machine traj may not have recorded the command's part yet, and a fork
+// then branches a response later than asked (its row says so: the fork
+// point). The notes at 5 and 6 leave room for that: a fork at 4 that
+// branches at 5 or 6 still has the wrapper. record checks each swept
+// part's branch point against forkRoom before any fork runs.
 var (
-	sweptParts   = []int{3, 5, 7, 9, 11}
-	decisivePart = 9
+	sweptParts   = []int{2, 3, 4, 7, 8}
+	decisivePart = 7
 	repeats      = 4 // 5 parts × 4 = 20 forks
+	forkRoom     = map[int]int{2: 6, 3: 6, 4: 6, 7: 10, 8: 10}
 )
 
-// TestSweepLocal: 20 forks on the local executor; the sweep names part 9
+// TestSweepLocal: 20 forks on the local executor; the sweep names part 7
 // as decisive, every fork's prefix is the source's (checked here again,
 // tree by tree, against the source's checkpoints), the result is in the
 // store, and a second run of the same sweep starts nothing.
+//
+// Four forks at once on two cores: a Codex fork spends most of its time
+// waiting (for Codex to exit after its last answer, about 5 s), so 4 took
+// 42 s here where 2 took 70 s, back to back.
 func TestSweepLocal(t *testing.T) {
 	t.Parallel()
 	bin := trajBinary(t)
-	needOpenCode(t)
+	needCodex(t)
 	st := t.TempDir()
-	recordSource(t, bin, st, nil)
+	copySource(t, bin, st)
 	req := sweep.Request{Source: "src", Store: st, At: sweptParts, Repeats: repeats, MaxParts: 30,
-		Script: "testdata/fork.jsonl", Parallel: 2, TrajBin: bin}
+		Script: "testdata/fork.jsonl", Parallel: 4, TrajBin: bin}
 	out, err := sweep.Run(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +80,7 @@ func TestSweepLocal(t *testing.T) {
 		t.Fatalf("stored sweeps %+v, %v; want one deciding part %d", stored, err, decisivePart)
 	}
 	rep, err := exec.Command(bin, "report", "--store", st).CombinedOutput()
-	if err != nil || !strings.Contains(string(rep), fmt.Sprintf("decisive part: %d (the value falls by 100.0 points from part 7)", decisivePart)) {
+	if err != nil || !strings.Contains(string(rep), fmt.Sprintf("decisive part: %d (the value falls by 100.0 points from part 4)", decisivePart)) {
 		t.Errorf("traj report: %v, want the sweep's decisive part:\n%s", err, rep)
 	}
 
@@ -83,19 +103,19 @@ func TestSweepLocal(t *testing.T) {
 	}
 }
 
-// TestSweepLeavesOutUnreproducedPrefix: a source whose second response
-// writes the time into the workspace (parts 4-5, the command's checkpoint
-// at 4). A fork at part 3 reproduces its prefix and counts; a fork at
-// part 7 cannot (its part 4 checkpoint holds another time): the sweep says so, names the part, and
-// leaves it out of the value although the fork passed; with one counted
-// part there is no decisive part.
+// TestSweepLeavesOutUnreproducedPrefix: a source that writes the time
+// into the workspace at part 4. A fork at part 2 (or 3, where a loaded
+// machine may move it: a note) reproduces its prefix and counts; a fork at
+// part 5 cannot (its part 4 checkpoint holds another time): the sweep
+// says so, names the part, and leaves it out of the value although the
+// fork passed; with one counted part there is no decisive part.
 func TestSweepLeavesOutUnreproducedPrefix(t *testing.T) {
 	t.Parallel()
 	bin := trajBinary(t)
-	needOpenCode(t)
+	needCodex(t)
 	st := t.TempDir()
-	recordSourceScript(t, bin, st, "testdata/source-unstable.jsonl", nil)
-	out, err := sweep.Run(context.Background(), sweep.Request{Source: "src", Store: st, At: []int{3, 7}, Repeats: 1, MaxParts: 30,
+	recordSource(t, bin, st, "testdata/source-unstable.jsonl", map[int]int{2: 3, 5: 6})
+	out, err := sweep.Run(context.Background(), sweep.Request{Source: "src", Store: st, At: []int{2, 5}, Repeats: 1, MaxParts: 30,
 		Script: "testdata/fork.jsonl", Parallel: 2, TrajBin: bin})
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +126,16 @@ func TestSweepLeavesOutUnreproducedPrefix(t *testing.T) {
 	}
 	early, late := res.Forks[0], res.Forks[1]
 	if !early.PrefixOK || !early.Counted() || early.Value == nil || *early.Value != 1 {
-		t.Errorf("fork at 3: %+v, want its prefix reproduced and full value", early)
+		t.Errorf("fork at 2: %+v, want its prefix reproduced and full value", early)
 	}
-	if late.PrefixOK || late.Counted() || late.Reproduced != 3 || !strings.Contains(late.Divergence, "checkpoint that differs at part 4") {
-		t.Errorf("fork at 7: %+v, want its prefix reproduced up to part 3 only (part 4's checkpoint differs) and left out", late)
+	// Reproduced up to the response end before part 4: 3, or 2 when the
+	// source's call after part 3 started before traj recorded that part
+	// (then the response ends the comparison knows are 2 and 4).
+	if late.PrefixOK || late.Counted() || late.Reproduced < 2 || late.Reproduced > 3 || !strings.Contains(late.Divergence, "checkpoint that differs at part 4") {
+		t.Errorf("fork at 5: %+v, want its prefix reproduced up to part 3 at most (part 4's checkpoint differs) and left out", late)
 	}
 	if r := res.Rows[1]; r.Counted != 0 || r.NotReproduced != 1 || r.Forks != 1 {
-		t.Errorf("row of part 7: %+v", r)
+		t.Errorf("row of part 5: %+v", r)
 	}
 	if res.Decisive != nil {
 		t.Errorf("decisive %+v from one counted part", res.Decisive)
@@ -125,7 +148,7 @@ func TestSweepSlurm(t *testing.T) {
 	t.Parallel()
 	slurmtest.Need(t)
 	bin := trajBinary(t)
-	needOpenCode(t)
+	needCodex(t)
 	c := slurmtest.Start(t)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -137,9 +160,9 @@ func TestSweepSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := filepath.Join(dir, "runs")
-	recordSource(t, bin, st, c.Env)
+	copySource(t, bin, st)
 	script, _ := filepath.Abs("testdata/fork.jsonl")
-	cmd := exec.Command(bin, "sweep", "src", "--store", st, "--at", "3,5,7,9,11", "--repeats", fmt.Sprint(repeats),
+	cmd := exec.Command(bin, "sweep", "src", "--store", st, "--at", "2,3,4,7,8", "--repeats", fmt.Sprint(repeats),
 		"--max-parts", "30", "--script", script, "--executor", "slurm", "--name", "slurm-sweep")
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Dir = dir
@@ -165,30 +188,128 @@ func TestSweepSlurm(t *testing.T) {
 	}
 }
 
-// recordSource records the source trajectory "src" into store st.
-func recordSource(t *testing.T, bin, st string, env []string) {
-	t.Helper()
-	recordSourceScript(t, bin, st, "testdata/source.jsonl", env)
+// sharedSource is the sweeps' source (testdata/source.jsonl), recorded
+// once for the package: TestSweepLocal and TestSweepSlurm each copy it
+// into their own store.
+var sharedSource struct {
+	sync.Once
+	dir string
+	err error
 }
 
-// recordSourceScript records "src" into st with the scripted model
-// playing path.
-func recordSourceScript(t *testing.T, bin, st, path string, env []string) {
+// copySource puts the shared source trajectory "src" into store st.
+func copySource(t *testing.T, bin, st string) {
 	t.Helper()
+	sharedSource.Do(func() {
+		if sharedSource.dir, sharedSource.err = os.MkdirTemp("", "traj-sweep-source-"); sharedSource.err == nil {
+			sharedSource.err = record(t, bin, filepath.Join(sharedSource.dir, "runs"), "testdata/source.jsonl", forkRoom)
+		}
+	})
+	if sharedSource.err != nil {
+		t.Fatal(sharedSource.err)
+	}
+	from := filepath.Join(sharedSource.dir, "runs", "trajectories", "src")
+	if err := os.CopyFS(filepath.Join(st, "trajectories", "src"), os.DirFS(from)); err != nil {
+		t.Fatalf("copy the source: %v", err)
+	}
+}
+
+// recordSource records "src" into st with the scripted model playing
+// path; room is the last part each swept part may branch at.
+func recordSource(t *testing.T, bin, st, path string, room map[int]int) {
+	t.Helper()
+	if err := record(t, bin, st, path, room); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// record records "src" into st and checks where a fork at each swept
+// part p would branch: at p, or later within room[p] (see sweptParts). A
+// source whose calls leave a swept part no branch point in its room is
+// recorded again (five tries, each said in the log).
+func record(t *testing.T, bin, st, path string, room map[int]int) error {
 	task, _ := filepath.Abs("../testdata/tasks/e2e-groundtruth")
 	script, _ := filepath.Abs(path)
-	cmd := exec.Command(bin, "run", "--task", task, "--model", "scripted/demo", "--script", script, "--max-parts", "40",
-		"--store", st, "--trajectory-id", "src", "--quiet")
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if code := cmd.ProcessState.ExitCode(); code != 3 { // agent_error: the script ran out
-		t.Fatalf("record the source: exit %d (%v)\n%s", code, err, out)
+	var before []int
+	for try := 1; try <= 5; try++ {
+		if err := os.RemoveAll(st); err != nil {
+			return err
+		}
+		cmd := exec.Command(bin, "run", "--task", task, "--agent", "codex", "--model", "scripted/demo", "--script", script,
+			"--max-parts", "40", "--store", st, "--trajectory-id", "src", "--quiet")
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 3 { // agent_error: the script ran out
+			return fmt.Errorf("record the source %s: exit %d (%v)\n%s", path, code, err, out)
+		}
+		if before, err = partsBefore(filepath.Join(st, "trajectories", "src", "model_calls.jsonl")); err != nil {
+			return err
+		}
+		parts, err := countParts(filepath.Join(st, "trajectories", "src", "agent_trace.json"))
+		if err != nil {
+			return err
+		}
+		ok := true
+		for p, last := range room {
+			if b := branchAt(before, parts, p); b > last {
+				ok = false
+				t.Logf("source %s, try %d: its model calls started after %v parts, so a fork at %d branches at %d (past %d); recording it again",
+					path, try, before, p, b, last)
+			}
+		}
+		if ok {
+			return nil
+		}
 	}
+	return fmt.Errorf("source %s: its model calls started after %v parts in five tries, past the swept parts' room %v", path, before, room)
+}
+
+// branchAt is where a fork at part p of a source of n parts branches (as
+// traj run --fork reads it): the first call that started with p parts or
+// more recorded, else the source's end.
+func branchAt(before []int, n, p int) int {
+	at := n
+	for _, b := range before {
+		if b >= p && b < at {
+			at = b
+		}
+	}
+	return at
+}
+
+// countParts is how many parts a trace holds.
+func countParts(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	err = trace.Scan(f, trace.Visitor{OnPart: func(int, *trace.Part) error { n++; return nil }})
+	return n, err
+}
+
+// partsBefore are the parts_before of a model call record's calls.
+func partsBefore(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var before []int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c struct {
+			PartsBefore *int `json:"parts_before"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil || c.PartsBefore == nil {
+			return nil, fmt.Errorf("read %s: a call without parts_before (%v)", path, err)
+		}
+		before = append(before, *c.PartsBefore)
+	}
+	return before, nil
 }
 
 // checkResult holds a sweep result to the scenario: 20 forks, each at its
 // part with its prefix reproduced, full value before the deletion and
-// none after, part 9 decisive. It checks each fork's inherited
+// none after, part 7 decisive. It checks each fork's inherited
 // checkpoints against the source's itself, tree by tree.
 func checkResult(t *testing.T, st string, res *sweepvalue.Result) {
 	t.Helper()
@@ -196,8 +317,11 @@ func checkResult(t *testing.T, st string, res *sweepvalue.Result) {
 		t.Fatalf("%d forks, want %d", len(res.Forks), len(sweptParts)*repeats)
 	}
 	for _, f := range res.Forks {
-		if !f.PrefixOK || f.ForkPart != f.At || f.Error != "" || f.Value == nil {
-			t.Errorf("fork %+v: want its prefix 1..%d reproduced and a value", f, f.At)
+		if !f.PrefixOK || f.ForkPart < f.At || f.ForkPart > forkRoom[f.At] || f.Error != "" || f.Value == nil {
+			t.Errorf("fork %+v: want it branched at %d..%d, its prefix reproduced and a value", f, f.At, forkRoom[f.At])
+		}
+		if f.ForkPart != f.At {
+			t.Logf("fork %s at %d branched at %d (a call started before traj recorded the part before it)", f.ID, f.At, f.ForkPart)
 		}
 	}
 	if len(res.Rows) != len(sweptParts) {
@@ -212,8 +336,8 @@ func checkResult(t *testing.T, st string, res *sweepvalue.Result) {
 			t.Errorf("row %+v: want part %d, %d forks counted, mean and share solved %v", r, sweptParts[i], repeats, want)
 		}
 	}
-	if d := res.Decisive; d == nil || d.Part != decisivePart || d.Before != 7 || d.Drop != 1 {
-		t.Errorf("decisive %+v, want part %d after 7, a drop of 1", d, decisivePart)
+	if d := res.Decisive; d == nil || d.Part != decisivePart || d.Before != 4 || d.Drop != 1 {
+		t.Errorf("decisive %+v, want part %d after 4, a drop of 1", d, decisivePart)
 	}
 	src := checkpoints(t, st, "src")
 	for _, f := range res.Forks {
@@ -311,14 +435,22 @@ func trajBinary(t testing.TB) string {
 	return trajOnce.path
 }
 
-// needOpenCode fails without OpenCode (these tests are part of make test);
-// outside CI, TRAJ_SKIP_OPENCODE=1 skips instead.
-func needOpenCode(t testing.TB) {
+// needCodex fails without Codex (these tests are part of make test);
+// outside CI, TRAJ_SKIP_CODEX=1 skips instead.
+func needCodex(t testing.TB) {
 	t.Helper()
-	if _, err := opencode.ResolveBinary(""); err != nil {
-		if os.Getenv("CI") == "" && os.Getenv("TRAJ_SKIP_OPENCODE") == "1" {
-			t.Skipf("TRAJ_SKIP_OPENCODE=1: %v", err)
+	if _, err := codex.Binary.Locate(""); err != nil {
+		if os.Getenv("CI") == "" && os.Getenv("TRAJ_SKIP_CODEX") == "1" {
+			t.Skipf("TRAJ_SKIP_CODEX=1: %v", err)
 		}
 		t.Fatalf("%v (run make setup)", err)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedSource.dir != "" {
+		_ = os.RemoveAll(sharedSource.dir)
+	}
+	os.Exit(code)
 }
