@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 
-	"github.com/trajlab/traj/environment"
 	"github.com/trajlab/traj/environment/harbor"
 )
 
@@ -26,25 +23,9 @@ func (c *EnvCheckCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	t := ch.Env.Task
-	fmt.Fprintf(g.Stdout, "task %s: image %s (workdir %s)\n", t.Name, ch.Env.Image.Name, ch.Env.Workdir)
-	for _, r := range []struct {
-		agent    string
-		res      environment.Result
-		ok, want bool
-	}{{"oracle", ch.Oracle, ch.OracleOK, true}, {"no-op", ch.NoOp, ch.NoOK, false}} {
-		rc := harbor.RewardOf(r.res)
-		verdict := "ok"
-		if !r.ok {
-			verdict = "WRONG (want reward " + map[bool]string{true: "1", false: "0"}[r.want] + ")"
-		}
-		fmt.Fprintf(g.Stdout, "%-7s reward %s, %d/%d cases passed: %s\n", r.agent, strconv.Quote(rc.ActualStdout), r.res.Passed, r.res.Total, verdict)
-		if rc.Error != "" && r.want {
-			fmt.Fprintf(g.Stdout, "        %s\n", rc.Error)
-		}
-	}
+	ch.Print(g.Stdout)
 	if !ch.OK() {
-		return &exitError{1, errors.New("task " + t.Name + ": the oracle must score 1 and a no-op agent 0")}
+		return &exitError{1, errors.New("task " + ch.Env.Task.Name + ": the oracle must score 1 and a no-op agent 0")}
 	}
 	return nil
 }

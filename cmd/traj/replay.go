@@ -9,9 +9,8 @@ import (
 	"github.com/trajlab/traj/orchestrator/handler/record"
 	"github.com/trajlab/traj/replay"
 	"github.com/trajlab/traj/replay/evaluate"
+	"github.com/trajlab/traj/replay/inspect"
 	"github.com/trajlab/traj/replay/source"
-	"github.com/trajlab/traj/trace"
-	"github.com/trajlab/traj/trace/atomicfile"
 	"github.com/trajlab/traj/trace/store/location"
 )
 
@@ -88,39 +87,12 @@ type ReplayCheckoutPartCmd struct {
 }
 
 func (c *ReplayCheckoutPartCmd) Run(ctx context.Context, g *Globals) error {
-	// The part's commit comes from the trace's part index: one part is
-	// read, not the trace.
 	t, err := c.open(ctx, g, source.TraceHeader)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	if c.Output != "" {
-		if err := replay.CheckOutput(c.Output, t.Protected); err != nil {
-			return usageExit(err)
-		}
-	}
-	commit, err := replay.CommitForPartAt(t.TracePath, t.ID, c.Part)
-	if err != nil {
-		return usageExit(err)
-	}
-	sum, err := replay.CheckoutCommit(ctx, t.ID, commit, t.History, replay.CheckoutRequest{
-		Part: c.Part, Dest: c.CheckoutDest, Force: c.Force, Protected: t.Protected,
-	})
-	if err != nil {
-		return usageExit(err)
-	}
-	data, err := replay.MarshalIndent(sum)
-	if err != nil {
-		return err
-	}
-	if c.Output != "" {
-		if err := atomicfile.WriteBytes(c.Output, data); err != nil {
-			return err
-		}
-	}
-	_, err = g.Stdout.Write(data)
-	return err
+	return usageExit(inspect.CheckoutPart(ctx, t, inspect.Checkout{Part: c.Part, Dest: c.CheckoutDest, Output: c.Output, Force: c.Force}, g.Stdout))
 }
 
 // ReplayEvaluateCmd evaluates a trajectory. Exit status: 0 when every
@@ -198,39 +170,17 @@ type ReplayVerifyCmd struct {
 }
 
 func (c *ReplayVerifyCmd) Run(ctx context.Context, g *Globals) error {
-	// The trace streams through the checks: a long trace is never held.
 	t, err := c.open(ctx, g, source.TraceHeader)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	probs, parts, err := t.Verify(ctx)
+	n, err := inspect.Verify(ctx, t, c.JSON, g.Stdout)
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		data, err := replay.MarshalIndent(map[string]any{"trajectory_id": t.ID, "ok": len(probs) == 0, "problems": nonNil(probs)})
-		if err != nil {
-			return err
-		}
-		g.Stdout.Write(data)
-	} else if len(probs) == 0 {
-		fmt.Fprintf(g.Stdout, "trajectory %s: ok (%d parts, every commit in the bundle)\n", trace.Printable(t.ID), parts)
-	} else {
-		fmt.Fprintf(g.Stdout, "trajectory %s: %d problem(s)\n", trace.Printable(t.ID), len(probs))
-		for _, p := range probs {
-			fmt.Fprintf(g.Stdout, "  %s\n", trace.Printable(p.String()))
-		}
-	}
-	if len(probs) > 0 {
+	if n > 0 {
 		return &exitError{1, nil}
 	}
 	return nil
-}
-
-func nonNil(p []replay.Problem) []replay.Problem {
-	if p == nil {
-		return []replay.Problem{}
-	}
-	return p
 }

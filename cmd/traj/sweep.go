@@ -9,7 +9,6 @@ import (
 
 	"github.com/trajlab/traj/orchestrator/experiment"
 	"github.com/trajlab/traj/orchestrator/sweep"
-	"github.com/trajlab/traj/replay/report"
 )
 
 // SweepCmd runs a fork sweep (orchestrator/sweep). Exit status: 0 when
@@ -41,9 +40,6 @@ func (c *SweepCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	if c.Repeats <= 0 || c.MaxParts <= 0 {
-		return &exitError{2, errors.New("--repeats and --max-parts must be > 0")}
-	}
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the traj executable: %w", err)
@@ -74,21 +70,9 @@ func (c *SweepCmd) Run(ctx context.Context, g *Globals) error {
 	case err != nil:
 		return err
 	}
-	if err := report.WriteSweepText(g.Stdout, out.Result); err != nil {
+	complete, err := out.Print(g.Stdout, g.Stderr)
+	if err != nil || complete {
 		return err
 	}
-	bad := 0
-	for _, f := range out.Result.Forks {
-		if !f.PrefixOK {
-			bad++
-			fmt.Fprintf(g.Stderr, "traj: fork %s: prefix not reproduced: %s%s\n", f.ID, f.Divergence, f.Error)
-		}
-	}
-	for _, u := range out.Unfinished {
-		fmt.Fprintln(g.Stderr, "traj: "+u)
-	}
-	if bad > 0 || len(out.Unfinished) > 0 {
-		return &exitError{3, nil}
-	}
-	return nil
+	return &exitError{3, nil}
 }

@@ -3,8 +3,10 @@ package harbor
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/trajlab/traj/environment"
 )
@@ -21,6 +23,28 @@ type Checked struct {
 // OK: the oracle scores 1 and the no-op agent 0, what a task must show
 // before agents run on it.
 func (c Checked) OK() bool { return c.OracleOK && c.NoOK }
+
+// Print writes what c found, one line for the task and one for each
+// agent's reward, as `traj env check` shows it.
+func (c Checked) Print(w io.Writer) {
+	t := c.Env.Task
+	fmt.Fprintf(w, "task %s: image %s (workdir %s)\n", t.Name, c.Env.Image.Name, c.Env.Workdir)
+	for _, r := range []struct {
+		agent    string
+		res      environment.Result
+		ok, want bool
+	}{{"oracle", c.Oracle, c.OracleOK, true}, {"no-op", c.NoOp, c.NoOK, false}} {
+		rc := RewardOf(r.res)
+		verdict := "ok"
+		if !r.ok {
+			verdict = "WRONG (want reward " + map[bool]string{true: "1", false: "0"}[r.want] + ")"
+		}
+		fmt.Fprintf(w, "%-7s reward %s, %d/%d cases passed: %s\n", r.agent, strconv.Quote(rc.ActualStdout), r.res.Passed, r.res.Total, verdict)
+		if rc.Error != "" && r.want {
+			fmt.Fprintf(w, "        %s\n", rc.Error)
+		}
+	}
+}
 
 // Check builds the task folder dir's image, runs the oracle
 // (solution/solve.sh in the agent's room) and a no-op agent, and scores

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -110,6 +111,27 @@ type Outcome struct {
 	// Unfinished lists forks whose slot stopped with an error or never
 	// ended.
 	Unfinished []string
+}
+
+// Print writes the sweep's value table to stdout and, to stderr, each
+// fork whose prefix was not reproduced and each that did not end; it
+// reports whether every fork ended reproduced (`traj sweep` exits 3
+// otherwise).
+func (o *Outcome) Print(stdout, stderr io.Writer) (complete bool, err error) {
+	if err := report.WriteSweepText(stdout, o.Result); err != nil {
+		return false, err
+	}
+	complete = len(o.Unfinished) == 0
+	for _, f := range o.Result.Forks {
+		if !f.PrefixOK {
+			complete = false
+			fmt.Fprintf(stderr, "traj: fork %s: prefix not reproduced: %s%s\n", f.ID, f.Divergence, f.Error)
+		}
+	}
+	for _, u := range o.Unfinished {
+		fmt.Fprintln(stderr, "traj: "+u)
+	}
+	return complete, nil
 }
 
 // Run runs the sweep and stores its result.
