@@ -73,6 +73,11 @@ func TestREADMEBlocksRun(t *testing.T) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Lines that name the repository's task folders
+	// (environment/harbor/testdata/…) run as pasted from its root.
+	if err := os.Symlink(filepath.Join(repo, "environment"), filepath.Join(work, "environment")); err != nil {
+		t.Fatal(err)
+	}
 	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "TRAJ_STORE="+runs, "XDG_CACHE_HOME="+filepath.Join(root, "cache"))
 	optional := regexp.MustCompile(`\[([^\[\]]*)\]`)
 	used := map[string]bool{}

@@ -37,6 +37,7 @@ func TestREADMECommandsParse(t *testing.T) {
 	optional := regexp.MustCompile(`\[([^\[\]]*)\]`)
 	var cmds [][]string
 	var targets []string
+	written := map[string]string{}
 	inShell := false
 	// A command continued with a trailing backslash is one command.
 	sc := bufio.NewScanner(strings.NewReader(strings.ReplaceAll(string(readme), "\\\n", " ")))
@@ -67,6 +68,16 @@ func TestREADMECommandsParse(t *testing.T) {
 			})
 		}
 		line = placeholders.Replace(line + " ")
+		for name, path := range written {
+			line = strings.ReplaceAll(line, " "+name+" ", " "+path+" ")
+		}
+		// A line that writes a file (> NAME) parses without the
+		// redirection, and the lines after it find NAME written.
+		if cmd, out, ok := strings.Cut(line, " > "); ok {
+			name := strings.TrimSpace(out)
+			written[name] = writeFile(t, filepath.Join(dir, filepath.Base(name)), []byte(`{"text":"a"}`+"\n"))
+			line = cmd + " "
+		}
 		args := shellFields(line)[1:]
 		for i, a := range args {
 			// A spec file the README names as an example (sweep.yaml):
