@@ -177,6 +177,8 @@ func passingCases(t *testing.T, c trace.EnvoiCall) []string {
 		Cases []struct {
 			Name   string `json:"name"`
 			Passed bool   `json:"passed"`
+			Phase  string `json:"phase"`
+			Ms     int64  `json:"duration_ms"`
 		} `json:"cases"`
 	}
 	if err := json.Unmarshal(c.Result, &r); err != nil || len(r.Cases) == 0 {
@@ -186,6 +188,9 @@ func passingCases(t *testing.T, c trace.EnvoiCall) []string {
 	for _, k := range r.Cases {
 		if k.Passed {
 			out = append(out, k.Name)
+		} else if k.Phase == "timeout" {
+			// Where contexts differ, the reason is the first thing to know.
+			t.Logf("run_tests: %s timed out (%d ms)", k.Name, k.Ms)
 		}
 	}
 	slices.Sort(out)
