@@ -158,7 +158,7 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 		return nil, fmt.Errorf("rerun history: %w", err)
 	}
 	defer closeR()
-	bounds, err := boundaries(source.Calls, len(src.parts))
+	bounds, err := boundaries(source.Calls, source.Trace, len(src.parts))
 	if err != nil {
 		return nil, err
 	}
@@ -275,23 +275,28 @@ func sameParts(a, b []part, lo, hi int) bool {
 }
 
 // boundaries are the parts at which the source's model responses ended:
-// each call's parts_before (the parts that existed when it started).
-// Without a record, every part is one.
-func boundaries(record string, parts int) (map[int]bool, error) {
-	out := map[int]bool{}
+// where each call started among the parts of the source's trace
+// (calls.Placement). Without a record, every part is one.
+func boundaries(record, tracePath string, parts int) (map[int]bool, error) {
 	if record == "" {
+		out := map[int]bool{}
 		for p := 1; p <= parts; p++ {
 			out[p] = true
 		}
 		return out, nil
 	}
-	_, err := calls.ReadRecord(record, func(c calls.Call) error {
-		if c.PartsBefore != nil && *c.PartsBefore > 0 {
-			out[*c.PartsBefore] = true
-		}
+	var all []calls.Call
+	if _, err := calls.ReadRecord(record, func(c calls.Call) error {
+		all = append(all, c)
 		return nil
-	})
-	return out, err
+	}); err != nil {
+		return nil, err
+	}
+	placed, err := calls.Place(tracePath)
+	if err != nil {
+		return nil, err
+	}
+	return placed.Ends(all), nil
 }
 
 // part is what a part is compared by.
