@@ -18,8 +18,9 @@
 // whose parts came in another order (parallel tool calls; OpenCode
 // completing a response's text and its tool call in either order, seen
 // under load) only the tree at the response end is compared. And the
-// workspace as of each model response end of the source (the part count
-// when its next model call started) and the last part (FirstTree), which
+// workspace as of each model response end of the source (where its next
+// model call started among its parts, calls.Placement: the trace's part →
+// call attribution) and the last part (FirstTree), which
 // says which response changed the workspace otherwise. A source recorded
 // before the recorder deferred such checkpoints can differ at a part
 // whose response ran tools side by side: the report says where.

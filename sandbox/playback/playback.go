@@ -23,7 +23,8 @@
 // order, so a request racing another does not take its answer.
 //
 // A fork (Options.ForkAt, Then) plays the calls that started before the
-// source held ForkAt parts, then hands the harness's next request, and
+// source held ForkAt parts (Options.Placed: placed by the source trace's
+// part → call attribution, calls.Placement), then hands the harness's next request, and
 // every one after it, to the new upstream.
 //
 // A request no unplayed call answers (the harness asks for more than the
