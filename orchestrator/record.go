@@ -167,6 +167,7 @@ func Record(ctx context.Context, opts Options, s Start) (res *Result, err error)
 	if opts.Rerun != nil {
 		lspec.AgentVersion, lspec.AllowOtherVersion = opts.Rerun.AgentVersion, opts.Rerun.AllowOtherVersion
 		lspec.ForkAt, lspec.SourceModel, lspec.ContinueScript = opts.Rerun.ForkAt, opts.Rerun.SourceModel, opts.Rerun.ContinueScript
+		lspec.SourceTrace = opts.Rerun.Trace
 	}
 	ag, err := launch.Start(ctx, lspec)
 	if err != nil {

@@ -119,8 +119,10 @@ type Rerun struct {
 	// SourceModel is the source's PROVIDER/MODEL (a fork may name
 	// another).
 	SourceModel string
-	// Calls is the source's model_calls.jsonl on this machine.
-	Calls string
+	// Calls is the source's model_calls.jsonl on this machine; Trace its
+	// trace, whose part → call attribution places a fork's calls ("":
+	// their parts_before alone).
+	Calls, Trace string
 	// AgentVersion is the harness version the source recorded; another is
 	// refused unless AllowOtherVersion.
 	AgentVersion      string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trajlab/traj/sandbox/agent"
 	"github.com/trajlab/traj/sandbox/gateway/model"
+	modelcalls "github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/sandbox/scripted"
 	"github.com/trajlab/traj/trace"
@@ -34,6 +35,9 @@ type endpointSpec struct {
 	// Script or BaseURL names.
 	Playback string
 	ForkAt   int
+	// SourceTrace places the recorded calls among the source's parts
+	// (calls.Placement).
+	SourceTrace string
 	// SourceModel is a fork's source's PROVIDER/MODEL, which the recorded
 	// calls name.
 	SourceModel string
@@ -144,7 +148,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		}
 		skip := 0
 		if spec.ContinueScript && spec.Playback != "" && spec.ForkAt > 0 {
-			if skip, err = scriptPlayed(spec.Playback, spec.ForkAt); err != nil {
+			if skip, err = scriptPlayed(spec.Playback, spec.SourceTrace, spec.ForkAt); err != nil {
 				return nil, err
 			}
 			spec.Logger.Info("fork: the script goes on where its source was at the fork point", "responses_played", skip)
@@ -172,6 +176,12 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		if err != nil {
 			return nil, fmt.Errorf("rerun: %w", err)
 		}
+		var placed modelcalls.Placement
+		if spec.ForkAt > 0 {
+			if placed, err = modelcalls.Place(spec.SourceTrace); err != nil {
+				return nil, fmt.Errorf("fork: %w", err)
+			}
+		}
 		ln, err := model.Listen("127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("rerun: %w", err)
@@ -180,7 +190,7 @@ func startEndpoint(ctx context.Context, spec endpointSpec) (_ *modelEndpoint, er
 		if _, src, ok := strings.Cut(spec.SourceModel, "/"); ok && src != modelID {
 			models = map[string]string{modelID: src}
 		}
-		ep.Playback, err = playback.New(calls, playback.Options{Logger: spec.Logger, ForkAt: spec.ForkAt, Then: upstream, Models: models, Varying: spec.Varying,
+		ep.Playback, err = playback.New(calls, playback.Options{Logger: spec.Logger, ForkAt: spec.ForkAt, Placed: placed, Then: upstream, Models: models, Varying: spec.Varying,
 			OnSpent: func(detail string) { halt(trace.EndRecordedCallsSpent, "rerun: "+detail) }})
 		if err != nil {
 			return nil, err
@@ -253,17 +263,22 @@ func serve(ctx context.Context, name string, run func(context.Context, net.Liste
 }
 
 // scriptPlayed is how many script responses the scripted model had played
-// in the model-call record calls (a fork's source) before the source held
-// forkAt parts: the calls the fork replays, less the side requests and the
-// scripted model's own answers (scripted.PlayedLine).
-func scriptPlayed(calls string, forkAt int) (int, error) {
+// in the model-call record calls (a fork's source, trace tracePath) before
+// the source held forkAt parts: the calls the fork replays
+// (calls.Placement), less the side requests and the scripted model's own
+// answers (scripted.PlayedLine).
+func scriptPlayed(calls, tracePath string, forkAt int) (int, error) {
 	recorded, err := playback.Load(calls)
+	if err != nil {
+		return 0, fmt.Errorf("fork: %w", err)
+	}
+	placed, err := modelcalls.Place(tracePath)
 	if err != nil {
 		return 0, fmt.Errorf("fork: %w", err)
 	}
 	n := 0
 	for _, c := range recorded {
-		if c.PartsBefore == nil || *c.PartsBefore >= forkAt {
+		if !placed.StartedBefore(c, forkAt) {
 			continue
 		}
 		reply, _ := model.Assemble(c.API, []byte(c.Response))

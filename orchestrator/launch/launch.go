@@ -69,6 +69,10 @@ type Spec struct {
 	// the model the source's calls name.
 	ForkAt      int
 	SourceModel string
+	// SourceTrace is a fork's source trace: its part → call attribution
+	// says which recorded calls came before part ForkAt (calls.Placement;
+	// "": their parts_before).
+	SourceTrace string
 	// ContinueScript makes a fork's Script go on where the source's
 	// left off at the fork point (the fork inherited the source's script)
 	// rather than from its first response.
@@ -147,7 +151,7 @@ func Start(ctx context.Context, spec Spec) (_ *Launched, err error) {
 		// exercise the cost accounting end to end.
 		price = &agent.Price{Input: 1, Output: 4, CacheRead: 0.1, CacheWrite: 1.25}
 	}
-	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceModel: spec.SourceModel, ContinueScript: spec.ContinueScript, Varying: eitherOf(h.Varying, spec.ToolVarying), BaseURL: spec.BaseURL, Record: spec.Record,
+	espec := endpointSpec{Model: spec.Model, Script: spec.Script, Playback: spec.Playback, ForkAt: spec.ForkAt, SourceTrace: spec.SourceTrace, SourceModel: spec.SourceModel, ContinueScript: spec.ContinueScript, Varying: eitherOf(h.Varying, spec.ToolVarying), BaseURL: spec.BaseURL, Record: spec.Record,
 		MaxTokens: spec.MaxTokens, MaxCost: spec.MaxCost, Price: price, Parts: spec.Parts, OnResponse: spec.OnModelResponse,
 		OnCallStart: spec.OnModelCallStart, OnCall: spec.OnModelCall, Logger: spec.Logger}
 	if len(spec.APIKeyEnvs) > 0 {

@@ -24,9 +24,8 @@
 //
 // A part inside a model response forks at the response's end (traj run
 // --fork); the row keeps the part asked for and the fork point recorded.
-// Response ends are read from the source's model calls (parts_before):
-// Codex asks for its next answer as soon as a command ends, and on a
-// loaded machine traj may not have recorded that part yet, so a fork of a
-// Codex source may branch a response later than asked. The tests
-// (Codex, for its fast start) leave room for that and log it.
+// Response ends are where the source's model calls sit among its parts by
+// the trace's part → call attribution (calls.Placement), not by a call's
+// parts_before, which lags when Codex asks for its next answer before
+// traj recorded the part that ended (a loaded machine).
 package sweep

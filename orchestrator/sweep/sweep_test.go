@@ -2,7 +2,6 @@ package sweep_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/sweepvalue"
 	"github.com/trajlab/traj/sandbox/codex"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/trace"
 	"github.com/trajlab/traj/trace/store"
 	"github.com/trajlab/traj/trace/store/location"
@@ -36,14 +36,13 @@ import (
 // and to answer its first prompt. The source is recorded once for the
 // package (sharedSource) and copied into each sweep's store.
 //
-// Codex asks for its next answer as soon as a command ends, and the model
-// gateway counts the parts the trace holds at that moment (the call's
-// parts_before, what a fork's branch point is read from): on a loaded
-// machine traj may not have recorded the command's part yet, and a fork
-// then branches a response later than asked (its row says so: the fork
-// point). The notes at 5 and 6 leave room for that: a fork at 4 that
-// branches at 5 or 6 still has the wrapper. record checks each swept
-// part's branch point against forkRoom before any fork runs.
+// A fork inside a model response branches at the response's end (its row
+// says so: the fork point), placed by the trace's part → call attribution
+// (calls.Placement; a call's parts_before lags when Codex asks before traj
+// recorded the command's part, on a loaded machine). The notes at 5 and
+// 6 leave room for a response that spans parts: a fork at 4 that branches
+// at 5 or 6 still has the wrapper. record checks each swept part's branch
+// point against forkRoom before any fork runs.
 var (
 	sweptParts   = []int{2, 3, 4, 7, 8}
 	decisivePart = 7
@@ -241,16 +240,27 @@ func record(t *testing.T, bin, st, path string, room map[int]int) error {
 		if code := cmd.ProcessState.ExitCode(); code != 3 { // agent_error: the script ran out
 			return fmt.Errorf("record the source %s: exit %d (%v)\n%s", path, code, err, out)
 		}
-		if before, err = partsBefore(filepath.Join(st, "trajectories", "src", "model_calls.jsonl")); err != nil {
-			return err
-		}
-		parts, err := countParts(filepath.Join(st, "trajectories", "src", "agent_trace.json"))
+		dir := filepath.Join(st, "trajectories", "src")
+		recorded, err := calls.LoadAnswered(filepath.Join(dir, "model_calls.jsonl"))
 		if err != nil {
 			return err
 		}
+		placed, err := calls.Place(filepath.Join(dir, "agent_trace.json"))
+		if err != nil {
+			return err
+		}
+		parts, err := countParts(filepath.Join(dir, "agent_trace.json"))
+		if err != nil {
+			return err
+		}
+		before = before[:0]
+		for _, c := range recorded {
+			n, _ := placed.Before(c)
+			before = append(before, n)
+		}
 		ok := true
 		for p, last := range room {
-			if b := branchAt(before, parts, p); b > last {
+			if b := placed.ForkPoint(recorded, p, parts); b > last {
 				ok = false
 				t.Logf("source %s, try %d: its model calls started after %v parts, so a fork at %d branches at %d (past %d); recording it again",
 					path, try, before, p, b, last)
@@ -263,19 +273,6 @@ func record(t *testing.T, bin, st, path string, room map[int]int) error {
 	return fmt.Errorf("source %s: its model calls started after %v parts in five tries, past the swept parts' room %v", path, before, room)
 }
 
-// branchAt is where a fork at part p of a source of n parts branches (as
-// traj run --fork reads it): the first call that started with p parts or
-// more recorded, else the source's end.
-func branchAt(before []int, n, p int) int {
-	at := n
-	for _, b := range before {
-		if b >= p && b < at {
-			at = b
-		}
-	}
-	return at
-}
-
 // countParts is how many parts a trace holds.
 func countParts(path string) (int, error) {
 	f, err := os.Open(path)
@@ -286,25 +283,6 @@ func countParts(path string) (int, error) {
 	n := 0
 	err = trace.Scan(f, trace.Visitor{OnPart: func(int, *trace.Part) error { n++; return nil }})
 	return n, err
-}
-
-// partsBefore are the parts_before of a model call record's calls.
-func partsBefore(path string) ([]int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var before []int
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var c struct {
-			PartsBefore *int `json:"parts_before"`
-		}
-		if err := json.Unmarshal([]byte(line), &c); err != nil || c.PartsBefore == nil {
-			return nil, fmt.Errorf("read %s: a call without parts_before (%v)", path, err)
-		}
-		before = append(before, *c.PartsBefore)
-	}
-	return before, nil
 }
 
 // checkResult holds a sweep result to the scenario: 20 forks, each at its

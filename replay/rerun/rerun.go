@@ -18,8 +18,9 @@
 // whose parts came in another order (parallel tool calls; OpenCode
 // completing a response's text and its tool call in either order, seen
 // under load) only the tree at the response end is compared. And the
-// workspace as of each model response end of the source (the part count
-// when its next model call started) and the last part (FirstTree), which
+// workspace as of each model response end of the source (where its next
+// model call started among its parts, calls.Placement: the trace's part →
+// call attribution) and the last part (FirstTree), which
 // says which response changed the workspace otherwise. A source recorded
 // before the recorder deferred such checkpoints can differ at a part
 // whose response ran tools side by side: the report says where.
@@ -158,7 +159,7 @@ func Compare(ctx context.Context, source, rerun Side, untilPart int, trees func(
 		return nil, fmt.Errorf("rerun history: %w", err)
 	}
 	defer closeR()
-	bounds, err := boundaries(source.Calls, len(src.parts))
+	bounds, err := boundaries(source.Calls, source.Trace, len(src.parts))
 	if err != nil {
 		return nil, err
 	}
@@ -275,23 +276,28 @@ func sameParts(a, b []part, lo, hi int) bool {
 }
 
 // boundaries are the parts at which the source's model responses ended:
-// each call's parts_before (the parts that existed when it started).
-// Without a record, every part is one.
-func boundaries(record string, parts int) (map[int]bool, error) {
-	out := map[int]bool{}
+// where each call started among the parts of the source's trace
+// (calls.Placement). Without a record, every part is one.
+func boundaries(record, tracePath string, parts int) (map[int]bool, error) {
 	if record == "" {
+		out := map[int]bool{}
 		for p := 1; p <= parts; p++ {
 			out[p] = true
 		}
 		return out, nil
 	}
-	_, err := calls.ReadRecord(record, func(c calls.Call) error {
-		if c.PartsBefore != nil && *c.PartsBefore > 0 {
-			out[*c.PartsBefore] = true
-		}
+	var all []calls.Call
+	if _, err := calls.ReadRecord(record, func(c calls.Call) error {
+		all = append(all, c)
 		return nil
-	})
-	return out, err
+	}); err != nil {
+		return nil, err
+	}
+	placed, err := calls.Place(tracePath)
+	if err != nil {
+		return nil, err
+	}
+	return placed.Ends(all), nil
 }
 
 // part is what a part is compared by.

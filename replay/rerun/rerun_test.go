@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 type ocPart struct {
 	text, tool, input string
 	commit            string // "" for a part without a checkpoint
+	call              int    // the seq of the model call it came from (0: not attributed)
 }
 
 func writeTrace(t *testing.T, id string, parts []ocPart) string {
@@ -35,6 +37,9 @@ func writeTrace(t *testing.T, id string, parts []ocPart) string {
 		}
 		raw, _ := json.Marshal(content)
 		tp := trace.Part{Part: i + 1, PartID: fmt.Sprint("prt_", i), PartType: kind, Tool: p.tool, Content: raw}
+		if p.call > 0 {
+			tp.ModelCall = &trace.PartCall{Seq: p.call}
+		}
 		if p.commit != "" {
 			tp.RepoCheckpoint = &trace.RepoCheckpoint{CommitAfter: p.commit, Committed: true}
 		}
@@ -181,15 +186,27 @@ func TestCompareReordered(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		before     []int // parts_before of the source's calls: the response ends
+		calls      []int // the call each source part came from (nil: none named)
 		reproduced int
 		reordered  int
 		firstPart  int
 	}{
 		{name: "one response", before: []int{0, 3}, reproduced: 4, reordered: 2},
 		{name: "two responses", before: []int{0, 2, 3}, reproduced: 1, firstPart: 2},
+		// Failure injection: call 2's parts_before lags by one (the harness
+		// asked before traj recorded part 3, as Codex does under load), which
+		// alone would end a response at part 2; the trace attributes parts
+		// 1..3 to call 1, part 4 to call 2: one response, as the attribution
+		// says.
+		{name: "parts_before lagging the attribution", before: []int{0, 2}, calls: []int{1, 1, 1, 2}, reproduced: 4, reordered: 2},
+		{name: "parts_before lagging, two responses", before: []int{0, 1, 2}, calls: []int{1, 1, 2, 3}, reproduced: 1, firstPart: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := writeCalls(t, tc.before...)
+			source := slices.Clone(source)
+			for i, seq := range tc.calls {
+				source[i].call = seq
+			}
 			src := Side{ID: "src", Trace: writeTrace(t, "src", source), Bundles: []string{"src"}, Calls: calls}
 			re := Side{ID: "re", Trace: writeTrace(t, "re", rerun), Bundles: []string{"re"}}
 			rep, err := Compare(t.Context(), src, re, 0, func(context.Context, []string) (Trees, func(), error) {

@@ -23,7 +23,8 @@
 // order, so a request racing another does not take its answer.
 //
 // A fork (Options.ForkAt, Then) plays the calls that started before the
-// source held ForkAt parts, then hands the harness's next request, and
+// source held ForkAt parts (Options.Placed: placed by the source trace's
+// part → call attribution, calls.Placement), then hands the harness's next request, and
 // every one after it, to the new upstream.
 //
 // A request no unplayed call answers (the harness asks for more than the
@@ -68,12 +69,17 @@ type Options struct {
 	OnSpent func(detail string)
 	// ForkAt and Then make a fork (traj run --fork): recorded calls are
 	// played while the source held fewer than ForkAt parts when they
-	// started (parts_before); the first request that would take a later
+	// started (Placed); the first request that would take a later
 	// call, or finds none, and every request after it go to the upstream
 	// Then (a base URL, as the model gateway's Upstream), headers and
 	// body as they came.
 	ForkAt int
 	Then   string
+	// Placed places the recorded calls among the source's parts: the
+	// source trace's part → call attribution, parts_before without one
+	// (calls.Place); a harness can ask before traj records the part that
+	// ended (Codex), so parts_before alone can lag.
+	Placed calls.Placement
 	// Varying matches what the harness documents as varying from run to
 	// run (the model gateway's Options.Varying): a request equal to a
 	// recorded one but there is no divergence.
@@ -228,7 +234,7 @@ func (s *Server) take(method, path, mdl string, got model.Digest) (_ model.Call,
 			first = i
 		}
 	}
-	if s.then != nil && (first < 0 || s.calls[first].PartsBefore == nil || *s.calls[first].PartsBefore >= s.opts.ForkAt) {
+	if s.then != nil && (first < 0 || !s.opts.Placed.StartedBefore(s.calls[first], s.opts.ForkAt)) {
 		s.switched, s.st.SwitchedAt = true, s.requests
 		s.opts.Logger.Info("fork: the new upstream answers from here", "request", s.requests)
 		return model.Call{}, false, true

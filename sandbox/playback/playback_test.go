@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/trajlab/traj/sandbox/gateway/model"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 )
 
 func call(seq int, path, mdl, req, resp string, stream bool) model.Call {
@@ -175,5 +176,56 @@ func TestPlaybackVarying(t *testing.T) {
 	}
 	if d := srv.Status().Divergences; len(d) != 1 || d[0].Request != 2 {
 		t.Fatalf("divergences %+v; want only the second request (its text differs)", d)
+	}
+}
+
+// TestPlaybackForkRaceLagged attacks a fork with a source whose
+// parts_before lag (failure injection: the harness asked for its next
+// answer before traj recorded the part that ended, as Codex does under
+// load). The trace attributes parts 1..3 to call 1, 4..5 to call 2, 6 to
+// call 3; call 2's parts_before says 1. A fork at part 3 plays call 1
+// alone: call 2 goes to the fork's new upstream, as the attribution
+// places it, never from the record.
+func TestPlaybackForkRaceLagged(t *testing.T) {
+	const chat = "/v1/chat/completions"
+	lagged := func(c model.Call, n int) model.Call { c.PartsBefore = &n; return c }
+	recorded := []model.Call{
+		lagged(call(1, chat, "demo", body("demo", "one"), `{"recorded":1}`, false), 0),
+		lagged(call(2, chat, "demo", body("demo", "two"), `{"recorded":2}`, false), 1),
+		lagged(call(3, chat, "demo", body("demo", "three"), `{"recorded":3}`, false), 4),
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"fresh":true}`)
+	}))
+	defer upstream.Close()
+	for _, tc := range []struct {
+		name   string
+		forkAt int
+		want   []string // the answers to requests one, two, three
+	}{
+		{name: "at the end of call 1", forkAt: 3, want: []string{`{"recorded":1}`, `{"fresh":true}`, `{"fresh":true}`}},
+		{name: "at the end of call 2", forkAt: 5, want: []string{`{"recorded":1}`, `{"recorded":2}`, `{"fresh":true}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := New(recorded, Options{ForkAt: tc.forkAt, Then: upstream.URL + "/v1",
+				Placed: calls.PlaceParts([]int{1, 1, 1, 2, 2, 3})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			for i, text := range []string{"one", "two", "three"} {
+				resp, err := http.Post(ts.URL+chat, "application/json", strings.NewReader(body("demo", text)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(out) != tc.want[i] {
+					t.Errorf("request %q answered %s, want %s", text, out, tc.want[i])
+				}
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/trajlab/traj/orchestrator/launch"
 	"github.com/trajlab/traj/sandbox"
 	"github.com/trajlab/traj/sandbox/agent"
+	"github.com/trajlab/traj/trace"
 )
 
 // sourceStore lays out trajectory "src" in a store folder as traj run
@@ -130,5 +131,65 @@ func TestForkGivenFlags(t *testing.T) {
 		if !errors.As(err, &bad) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a bad request saying %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestForkPointRaceLagged attacks the fork point with a source whose
+// model calls' parts_before lag (failure injection: the harness asked for
+// its next answer before traj recorded the part that ended, as Codex does
+// under load). The trace attributes parts 1..4 to call 1, 5..6 to call 2,
+// 7..9 to call 3; parts_before say 0, 2 (two short) and 5 (one short). A
+// fork at part P branches at the end of P's response as the attribution
+// says, and the fork's options carry the source trace that places the
+// calls for its playback.
+func TestForkPointRaceLagged(t *testing.T) {
+	t.Parallel()
+	st := sourceStore(t, folder.RunState{TrajectoryID: "src", Task: "e2e", Model: "scripted/demo", Agent: "opencode"})
+	dir := filepath.Join(st, "trajectories", "src")
+	b, err := os.ReadFile(filepath.Join(dir, "agent_trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr trace.Trace
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	attributed := []int{1, 1, 1, 1, 2, 2, 3, 3, 3}
+	n := 0
+	for ti := range tr.Turns {
+		for pi := range tr.Turns[ti].Parts {
+			tr.Turns[ti].Parts[pi].ModelCall = &trace.PartCall{Seq: attributed[n]}
+			n++
+		}
+	}
+	if n != len(attributed) {
+		t.Fatalf("the fixture has %d parts, the test attributes %d", n, len(attributed))
+	}
+	b, _ = json.Marshal(tr)
+	var lagged []byte
+	for i, before := range []int{0, 2, 5} {
+		l, _ := json.Marshal(map[string]any{"seq": i + 1, "status": 200, "method": "POST", "path": "/v1/chat/completions", "parts_before": before})
+		lagged = append(append(lagged, l...), '\n')
+	}
+	for name, data := range map[string][]byte{"agent_trace.json": b, "model_calls.jsonl": lagged} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := OpenSource(t.Context(), "src", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int]int{1: 4, 3: 4, 4: 4, 5: 6, 6: 6, 7: 9, 9: 9} {
+		if got, err := src.forkPoint(p); err != nil || got != want {
+			t.Errorf("fork at part %d: point %d (%v), want %d", p, got, err, want)
+		}
+	}
+	_, rr, err := src.Recorded("src", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.Trace != src.Trace || rr.Trace == "" {
+		t.Errorf("the fork's rerun names trace %q, want the source's %q", rr.Trace, src.Trace)
 	}
 }

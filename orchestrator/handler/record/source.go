@@ -11,6 +11,7 @@ import (
 	"github.com/trajlab/traj/replay/githistory"
 	"github.com/trajlab/traj/replay/rerun"
 	"github.com/trajlab/traj/replay/source"
+	"github.com/trajlab/traj/sandbox/gateway/model/calls"
 	"github.com/trajlab/traj/sandbox/harness"
 	"github.com/trajlab/traj/sandbox/playback"
 	"github.com/trajlab/traj/trace"
@@ -109,25 +110,24 @@ func (src *Source) Recorded(r, storeFlag string) (orchestrator.Options, *orchest
 	if storeFlag == "" && location.Scheme(r) == "s3" {
 		lineage.Store = src.Ref.Store.URI("")
 	}
-	return rec, &orchestrator.Rerun{Of: lineage, Calls: src.Calls, AgentVersion: id.Version, SourceModel: src.Header.AgentModel}, nil
+	return rec, &orchestrator.Rerun{Of: lineage, Calls: src.Calls, Trace: src.Trace, AgentVersion: id.Version, SourceModel: src.Header.AgentModel}, nil
 }
 
 // forkPoint is where a fork at part p of the source branches: p itself
 // when a model call of the source started right after it, else the last
-// part of the response that produced p (a response is not split). The
-// source's calls name parts_before; past the last call, the last part.
+// part of the response that produced p (a response is not split); past
+// the last call, the last part. Where the calls sit among the parts is
+// the source trace's attribution (calls.Placement).
 func (src *Source) forkPoint(p int) (int, error) {
-	calls, err := playback.Load(src.Calls)
+	recorded, err := playback.Load(src.Calls)
 	if err != nil {
 		return 0, err
 	}
-	at := src.Parts
-	for _, c := range calls {
-		if c.PartsBefore != nil && *c.PartsBefore >= p && *c.PartsBefore < at {
-			at = *c.PartsBefore
-		}
+	pl, err := calls.Place(src.Trace)
+	if err != nil {
+		return 0, err
 	}
-	return at, nil
+	return pl.ForkPoint(recorded, p, src.Parts), nil
 }
 
 // Compare compares trajectory newID, a rerun or fork of src, with src up

@@ -34,7 +34,9 @@
 // normalized as trace.Tokens (input excludes cache reads, output excludes
 // reasoning, as OpenCode counts them), the cost from Options.Price, and
 // parts_before: how many parts the trace held when the call started
-// (Options.Parts), so the parts a call produced are the ones after it;
+// (Options.Parts; it can lag when a harness asks before traj recorded the
+// part that ended, so a fork and a rerun's comparison place calls by the
+// trace's attribution, calls.Placement, and use it only without one);
 // outputs, the response's output items by kind in order (reasoning,
 // text, tool: one part each of a harness that records it), and tools, how
 // many tools the request offered (0: a side request, such as a title).
