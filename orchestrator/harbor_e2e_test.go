@@ -106,7 +106,8 @@ func evaluateHarbor(t *testing.T, store, id, taskDir string) map[string]int {
 // (mean, median, mode: a turn each, so each is scored) shows a ground-truth curve rising by
 // part (the task's CTRF cases 1, 2, 3, 5 of 5; the start, the task's
 // files, is scored too) and ends solved; `traj replay evaluate` agrees
-// part by part.
+// part by part; its subtest Replays reads the same trajectory through
+// report, Parquet, checkout-part and a fork (harborReplays).
 func TestHarborStaged(t *testing.T) {
 	task := "../environment/harbor/testdata/python-stats"
 	res, store := harborRun(t, task, "testdata/harbor-staged.jsonl")
@@ -134,6 +135,9 @@ func TestHarborStaged(t *testing.T) {
 		t.Fatalf("ground-truth curve %v (by part: %+v), want 1, 2, 3, 5", curve, truth)
 	}
 	viewerCurve(t, store, res.TrajectoryID)
+	// The same trajectory through report, Parquet, checkout-part and a
+	// fork, before replay evaluate stores a report the reader would prefer.
+	t.Run("Replays", func(t *testing.T) { harborReplays(t, store, res.TrajectoryID, tr) })
 	replayed := evaluateHarbor(t, store, res.TrajectoryID, task)
 	for _, p := range partsOf(tr) {
 		g, ok := truth[p.Part]
