@@ -450,7 +450,7 @@ func (a *attack) checkSetsid(t *testing.T) {
 			t.Error("local: the setsid child is not running after the run (it should have escaped)")
 		}
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killGroup(pid)
 		}
 		return
 	}
@@ -459,12 +459,22 @@ func (a *attack) checkSetsid(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Errorf("the setsid child outlived the %s sandbox: pids %v", a.provider, pidsWith(needle))
 			for _, pid := range pidsWith(needle) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				killGroup(pid)
 			}
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// killGroup kills pid's whole process group: the setsid child is a
+// shell (its group's leader) waiting on sleep, and a shell left alive
+// would go on to touch its marker in a workspace the test is removing.
+func killGroup(pid int) {
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // pidsWith lists live processes whose command line contains s.
