@@ -94,12 +94,15 @@ func Scan(r io.Reader, v Visitor) error {
 			return v.OnTurn(loc.index, &t)
 		},
 		end: func(loc docLoc) error {
-			if v.OnEnd == nil {
-				return nil
-			}
+			// The top-level fields are decoded even with no OnEnd (they
+			// are small: turns stand as []), so a field of the wrong type
+			// is an error for every reader, as it is for Read.
 			var t Trace
 			if err := json.Unmarshal(loc.raw, &t); err != nil {
 				return decodeError("$", loc.end, err)
+			}
+			if v.OnEnd == nil {
+				return nil
 			}
 			return v.OnEnd(&t)
 		},
