@@ -46,9 +46,9 @@ type Built struct {
 // fromRE is a Dockerfile FROM line: flags, the image, an optional stage name.
 var fromRE = regexp.MustCompile(`(?i)^\s*FROM\s+((?:--\S+\s+)*)(\S+)(?:\s+AS\s+(\S+))?\s*$`)
 
-// stepRE is the engine's announcement of a Dockerfile instruction
+// instructionRE is the engine's announcement of a Dockerfile instruction
 // (podman: "STEP 2/4: RUN …"; docker's BuildKit: "#6 [2/4] RUN …").
-var stepRE = regexp.MustCompile(`^(STEP \d+/\d+: .*|#\d+ \[[^\]]*\d+/\d+\] .*)$`)
+var instructionRE = regexp.MustCompile(`^(STEP \d+/\d+: .*|#\d+ \[[^\]]*\d+/\d+\] .*)$`)
 
 // Bases lists the images a Dockerfile's FROM lines name (stages named by
 // an earlier FROM left out), each with its line number.
@@ -141,7 +141,7 @@ func BuildContext(ctx context.Context, e Engine, b ContextBuild, log io.Writer) 
 		// mirror); the rooms that run the image get the task's policy.
 		if _, err := e.Run(ctx, timeout, w, "build", "--pull=never", "--network=host", "-f", filepath.Join(b.Dir, df),
 			"-t", name, b.Dir); err != nil {
-			if s := lastStep(out.String()); s != "" {
+			if s := lastInstruction(out.String()); s != "" {
 				return Built{}, fmt.Errorf("build image: %s: %s failed: %s", df, s, tail(out.String(), 1500))
 			}
 			return Built{}, fmt.Errorf("build image: %s: %w", df, err)
@@ -154,11 +154,11 @@ func BuildContext(ctx context.Context, e Engine, b ContextBuild, log io.Writer) 
 	return Built{Name: name, ID: id}, nil
 }
 
-// lastStep is the last Dockerfile instruction the engine announced.
-func lastStep(out string) string {
+// lastInstruction is the last Dockerfile instruction the engine announced.
+func lastInstruction(out string) string {
 	last := ""
 	for line := range strings.Lines(out) {
-		if line = strings.TrimSpace(line); stepRE.MatchString(line) {
+		if line = strings.TrimSpace(line); instructionRE.MatchString(line) {
 			last = line
 		}
 	}
